@@ -1,0 +1,61 @@
+"""Reading checkpoints with clear errors: a missing or corrupt file never turns into a silent fresh start."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used."""
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint on the CPU, raising :class:`CheckpointError` that names the file and the problem."""
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint is empty (0 bytes), probably cut off while writing: {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - any failure here means the file is unusable
+        raise CheckpointError(f"checkpoint is corrupt or not a PyTorch checkpoint: {path} ({type(err).__name__}: {err})") from err
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        raise CheckpointError(f"{path} is not a Lightning checkpoint (no 'state_dict')")
+    return ckpt
+
+
+def check_checkpoint(path: str | Path) -> None:
+    """Raise :class:`CheckpointError` if ``path`` cannot be loaded."""
+    read_checkpoint(path)
+
+
+def _last_checkpoint_callback() -> type:
+    from lightning.pytorch.callbacks import Callback
+
+    class LastCheckpoint(Callback):
+        """Writes ``last.ckpt`` at the end of every training epoch (after validation and the lr decay), atomically,
+        so a run killed at any moment restarts from a complete file."""
+
+        def __init__(self, dirpath: str | Path) -> None:
+            self.path = Path(dirpath) / "last.ckpt"
+
+        def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+            if trainer.sanity_checking:
+                return
+            partial = self.path.with_name("last.ckpt.partial")
+            trainer.save_checkpoint(partial)
+            trainer.strategy.barrier("tacred_last_checkpoint")
+            if trainer.is_global_zero:
+                os.replace(partial, self.path)
+
+    return LastCheckpoint
+
+
+def LastCheckpoint(dirpath: str | Path) -> Any:  # noqa: N802 - reads like the class it builds
+    """The callback that keeps ``dirpath/last.ckpt`` current (Lightning is imported only when needed)."""
+    return _last_checkpoint_callback()(dirpath)

@@ -1,0 +1,122 @@
+"""The ``tacred`` command: Lightning's fit/validate/test/predict plus the project's own sub-commands."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+EVAL_COMMANDS = ("validate", "test", "predict")
+
+USAGE = """usage: tacred COMMAND [options]
+
+Training and evaluation (Lightning CLI; `tacred COMMAND --help` for every option):
+  fit        train a model:            tacred fit --config configs/tacred.yaml --data.data_dir DIR
+  validate   score the dev split:      tacred validate --ckpt_path RUN/checkpoints/best.ckpt
+  test       score the test split:     tacred test --ckpt_path RUN/checkpoints/best.ckpt
+  predict    predict a split, or raw sentences with --sentences FILE|-
+
+Tools:
+{tools}
+"""
+
+
+def _tools_help() -> str:
+    from tacred.commands import COMMANDS
+
+    lines = []
+    for name, module in COMMANDS.items():
+        try:
+            text = importlib.import_module(f"tacred.commands.{module}").HELP
+        except ImportError:
+            continue
+        lines.append(f"  {name:<10} {text}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("WANDB_MODE", "offline")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE.format(tools=_tools_help()))
+        return 0
+    if argv[0] in ("-V", "--version"):
+        from tacred import __version__
+
+        print(__version__)
+        return 0
+    from tacred.commands import COMMANDS
+
+    if argv[0] in COMMANDS:
+        return importlib.import_module(f"tacred.commands.{COMMANDS[argv[0]]}").main(argv[1:])
+    if argv[0] not in LIGHTNING_COMMANDS:
+        print(f"tacred: unknown command {argv[0]!r}\n", file=sys.stderr)
+        print(USAGE.format(tools=_tools_help()), file=sys.stderr)
+        return 2
+    if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
+        from tacred.predict_raw import main as predict_raw
+
+        return predict_raw(argv[1:])
+    return run_lightning(argv)
+
+
+def run_lightning(argv: list[str]) -> int:
+    """Run a Lightning sub-command; errors a user can fix print one line instead of a traceback."""
+    from tacred.checkpoints import CheckpointError
+    from tacred.data.batching import LabelError
+    from tacred.data.examples import DataFormatError
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("tacred").addHandler(handler)
+    logging.getLogger("tacred").setLevel(logging.INFO)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            argv = with_checkpoint_config(argv, Path(tmp))
+            import warnings
+
+            from tacred.lightning_cli import TacredCLI
+
+            warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+
+            TacredCLI(args=argv)
+        except (CheckpointError, DataFormatError, LabelError, FileNotFoundError) as err:
+            print(f"tacred {argv[0]}: error: {err}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
+    """``tacred test --ckpt_path X`` without ``--config``: use the configuration saved inside the checkpoint."""
+    if argv[0] not in EVAL_COMMANDS or _option(argv, "--config") is not None or _option(argv, "-c") is not None:
+        return argv
+    ckpt_path = _option(argv, "--ckpt_path")
+    if ckpt_path is None:
+        return argv
+    from tacred.checkpoints import read_checkpoint
+
+    config: Any = read_checkpoint(ckpt_path).get("tacred_config")
+    if not config:
+        return argv
+    import yaml
+
+    data = yaml.safe_load(config)
+    for key in ("ckpt_path", "resume", "verbose"):
+        data.pop(key, None)
+    path = tmp / "config_from_checkpoint.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return [argv[0], "--config", str(path), *argv[1:]]

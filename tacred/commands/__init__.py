@@ -1,0 +1,17 @@
+"""Sub-commands of ``tacred`` that are not Lightning's fit/validate/test/predict.
+
+Each module here exposes ``HELP`` (one line) and ``main(argv: list[str] | None) -> int``; the
+dispatcher in :mod:`tacred.cli` imports a module only when its command is asked for.
+"""
+
+# command name -> module under tacred.commands
+COMMANDS: dict[str, str] = {
+    "score": "score",
+    "convert": "convert",
+    "annotate": "annotate",
+    "patch": "patch",
+    "ensemble": "ensemble",
+    "ablate": "ablate",
+    "plot": "plot",
+    "threshold": "threshold",
+}

@@ -1,0 +1,46 @@
+"""Relative-position scores of Bilan & Roth (2018): z_relpos[i, j] = r_i · m_{j-i} / √Dh, added before the softmax.
+
+All 2T-1 distances are scored with one (T × (2T-1)) product per head and the (i, j) entries gathered, so
+memory is O(T² H) and no (B, H, T, T, Dh) tensor is formed. Distances beyond ``max_distance`` share the
+vector of ±max_distance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from tacred.models.attention.core import AttentionInputs, gather_relative
+
+
+def clipped_distances(length: int, max_distance: int, device: torch.device) -> torch.Tensor:
+    """Row ids in a (2·max_distance + 1) table for the distances -(T-1) … T-1, clipped."""
+    d = torch.arange(-(length - 1), length, device=device)
+    return d.clamp(-max_distance, max_distance) + max_distance  # (2T-1,)
+
+
+class RelativePositionScores(nn.Module):
+    """The paper's z_relpos. ``query="separate"`` uses its own projection W^r (the paper); ``"shared"`` reuses q
+    (the original code)."""
+
+    def __init__(self, d_model: int, num_heads: int, max_distance: int = 128, query: str = "separate") -> None:
+        super().__init__()
+        if query not in ("separate", "shared"):
+            raise ValueError(f"query must be 'separate' or 'shared', got {query!r}")
+        self.num_heads = num_heads
+        self.head_dim = d_model // num_heads
+        self.max_distance = max_distance
+        self.r = nn.Linear(d_model, d_model) if query == "separate" else None
+        self.m = nn.Parameter(torch.randn(num_heads, 2 * max_distance + 1, self.head_dim) * 0.02)
+
+    def forward(self, inputs: AttentionInputs) -> torch.Tensor:
+        b, n, _ = inputs.x.shape
+        if self.r is None:
+            r = inputs.q
+        else:
+            r = self.r(inputs.x).view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, Dh)
+        m = self.m[:, clipped_distances(n, self.max_distance, r.device)]  # (H, 2T-1, Dh)
+        scores = (r @ m.transpose(-1, -2)[None]) / math.sqrt(self.head_dim)  # (B, H, T, 2T-1)
+        return gather_relative(scores)  # (B, H, T, T)

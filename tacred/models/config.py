@@ -1,0 +1,56 @@
+"""Hyperparameters of the network: one dataclass, so each ablation is a few lines of YAML."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+
+@dataclass
+class NetworkConfig:
+    """Architecture switches. Defaults are the paper's final model (PAPER_NOTES sections 3–5).
+
+    Encoder: ``self_attention`` (the paper), ``lstm`` (Zhang's LSTM / PA-LSTM baselines) or
+    ``lstm_self_attention`` (Table 3: the LSTM gives h_i, the self-attention encoder gives the query).
+    ``position_aware=False`` classifies the sentence summary directly (Table 3 "without the PA layer").
+    Attention variants (``attention_bias`` etc.) are listed in :mod:`tacred.models.attention`.
+    """
+
+    # inputs
+    word_dim: int = 300
+    pos_dim: int = 30
+    ner_dim: int = 30
+    position_dim: int = 30
+    word_dropout: float = 0.06
+    object_position_input: bool = True
+    max_relative_distance: int = 128
+    # encoder
+    encoder: Literal["self_attention", "lstm", "lstm_self_attention"] = "self_attention"
+    num_layers: int = 1
+    num_heads: int = 3
+    ffn_dim: int = 130
+    dropout: float = 0.4
+    attention_dropout: float = 0.1
+    norm: Literal["batch", "layer"] = "batch"
+    residual: Literal["single", "double"] = "single"
+    activation: Literal["rrelu", "relu"] = "rrelu"
+    init: Literal["kaiming", "xavier"] = "kaiming"
+    position_encoding: Literal["relative", "sinusoidal", "none"] = "relative"
+    relpos_query: Literal["separate", "shared"] = "separate"
+    # related-work attention variants (see tacred.models.attention)
+    attention_bias: list[str] | None = None
+    shaw_clip: int = 16
+    shaw_values: bool = True
+    learned_temperature: bool = False
+    attention_conv: Literal["none", "1d", "2d"] = "none"
+    gaussian_heads: int = 0
+    # LSTM baselines
+    lstm_hidden: int = 200
+    lstm_layers: int = 2
+    # summary and position-aware attention (Zhang et al., 2017)
+    position_aware: bool = True
+    attention_dim: int = 200
+    summary: Literal["max_pool", "last"] = "max_pool"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

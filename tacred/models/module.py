@@ -1,0 +1,191 @@
+"""The LightningModule: a thin shell around :class:`RelationNetwork` with the paper's training recipe."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+
+from tacred.data.batching import Batch
+from tacred.data.vocab import Vocabularies
+from tacred.models.config import NetworkConfig
+from tacred.models.network import NetworkOutput, RelationNetwork
+from tacred.models.schedule import DecayOnStall
+from tacred.scoring import TacredScore
+
+STAGES = ("train", "val", "test")
+
+
+class RelationExtractor(L.LightningModule):
+    """Relation classifier trained with SGD and the original code's learning-rate decay.
+
+    Args:
+        vocab: the run's vocabularies (linked from the data module; saved in every checkpoint).
+        word_vectors: pretrained word vectors (linked from the data module), or None.
+        network: architecture (:class:`NetworkConfig`).
+        lr, momentum, weight_decay: SGD.
+        decay_start_epoch, decay_factor, decay_compare: the learning-rate rule (:class:`DecayOnStall`).
+        no_relation_weight: cross-entropy weight of the no-relation class (1.0: unweighted).
+        output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabularies | None = None,
+        word_vectors: torch.Tensor | None = None,
+        network: NetworkConfig | None = None,
+        lr: float = 0.1,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        decay_start_epoch: int = 15,
+        decay_factor: float = 0.9,
+        decay_compare: str = "previous",
+        no_relation_weight: float = 1.0,
+        output_dir: str | None = None,
+    ) -> None:
+        super().__init__()
+        if vocab is None:
+            raise ValueError("RelationExtractor needs the vocabularies (given by the data module or a checkpoint)")
+        if isinstance(network, dict):
+            network = NetworkConfig(**network)
+        network = network or NetworkConfig()
+        self.save_hyperparameters(ignore=["vocab", "word_vectors", "network"])
+        self.hparams["network"] = network.to_dict()
+        self.vocab = vocab
+        self.network_config = network
+        self.net = RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
+        weights = torch.ones(len(vocab.labels))
+        weights[vocab.no_relation_id] = no_relation_weight
+        self.register_buffer("class_weights", weights, persistent=False)
+        self.scores = torch.nn.ModuleDict({s: TacredScore(len(vocab.labels), vocab.no_relation_id) for s in ("val", "test")})
+        self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    # -- steps --------------------------------------------------------------------------------------
+    def forward(self, batch: Batch) -> NetworkOutput:
+        return self.net(batch)
+
+    def on_train_epoch_start(self) -> None:
+        # Reseed dropout from (seed, epoch) so a run resumed from an epoch-end checkpoint draws the same
+        # random numbers as an uninterrupted one.
+        seed = int(os.environ.get("PL_GLOBAL_SEED", 0))
+        torch.manual_seed(seed * 1_000_003 + self.current_epoch + self.global_rank * 7919)
+
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        logits = self(batch).logits
+        loss = F.cross_entropy(logits, batch.labels, weight=self.class_weights)
+        self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), prog_bar=True)
+        return loss
+
+    def _eval_step(self, batch: Batch, stage: str) -> torch.Tensor:
+        logits = self(batch).logits
+        loss = F.cross_entropy(logits, batch.labels, weight=self.class_weights)
+        preds = logits.argmax(dim=-1)
+        self.scores[stage].update(preds, batch.labels)
+        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), sync_dist=True)
+        return logits
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch: Batch, batch_idx: int) -> None:
+        logits = self._eval_step(batch, "test")
+        self._outputs.append((batch.index.cpu(), torch.softmax(logits.float(), dim=-1).cpu()))
+
+    def predict_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> torch.Tensor:
+        probs = torch.softmax(self(batch).logits.float(), dim=-1).cpu()
+        self._outputs.append((batch.index.cpu(), probs))
+        return probs
+
+    def on_predict_epoch_start(self) -> None:
+        self._outputs = []
+
+    def on_predict_epoch_end(self) -> None:
+        from tacred.reports import write_predictions
+
+        write_predictions(self, *self._collected())
+
+    def _log_scores(self, stage: str) -> dict[str, float]:
+        result = self.scores[stage].compute()
+        self.scores[stage].reset()
+        values = {k: float(v) for k, v in result.items()}
+        self.log_dict({f"{stage}/{k}": v for k, v in values.items()}, sync_dist=False)
+        return values
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_scores("val")
+
+    def on_test_epoch_start(self) -> None:
+        self._outputs = []
+
+    def on_test_epoch_end(self) -> None:
+        from tacred.reports import write_test_outputs
+
+        self._log_scores("test")
+        write_test_outputs(self, *self._collected())
+
+    def _collected(self) -> tuple[torch.Tensor, torch.Tensor]:
+        outputs, self._outputs = self._outputs, []
+        if not outputs:
+            return torch.empty(0, dtype=torch.long), torch.empty(0, len(self.vocab.labels))
+        return torch.cat([i for i, _ in outputs]), torch.cat([p for _, p in outputs])
+
+    # -- optimisation ---------------------------------------------------------------------------
+    def configure_optimizers(self) -> dict[str, Any]:
+        hp = self.hparams
+        optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
+        scheduler = DecayOnStall(optimizer, hp.decay_start_epoch, hp.decay_factor, hp.decay_compare)
+        return {"optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "monitor": "val/f1", "interval": "epoch", "strict": False}}
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["tacred_vocab"] = self.vocab.to_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        _mark_epoch_end_complete(checkpoint)
+        saved = checkpoint.get("tacred_vocab")
+        if saved is not None and Vocabularies.from_dict(saved).fingerprint() != self.vocab.fingerprint():
+            raise ValueError(
+                "the checkpoint was trained with different vocabularies than the data module built; "
+                "pass --data.vocab_path <checkpoint> (tacred test/predict do this automatically)"
+            )
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
+        """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
+        from tacred.checkpoints import read_checkpoint
+
+        ckpt = read_checkpoint(path)
+        hp = dict(ckpt.get("hyper_parameters", {}))
+        network = NetworkConfig(**hp.pop("network", {}))
+        model = cls(vocab=Vocabularies.from_dict(ckpt["tacred_vocab"]), network=network, **hp)
+        model.load_state_dict(ckpt["state_dict"])
+        model.eval()
+        return model.to(map_location)
+
+    def label_names(self) -> list[str]:
+        return list(self.vocab.labels.itos)
+
+    def describe(self) -> str:
+        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        return json.dumps({"trainable_parameters": trainable, "labels": len(self.vocab.labels)})
+
+
+def _mark_epoch_end_complete(checkpoint: dict[str, Any]) -> None:
+    """A checkpoint written at the end of an epoch (after validation) resumes at the start of the next one.
+
+    Lightning records such an epoch as processed but not completed and, on resuming, runs part of its end
+    again (validation, the epoch-end hooks), so a resumed run would drift from an uninterrupted one.
+    """
+    loop = checkpoint.get("loops", {}).get("fit_loop")
+    if not loop or not loop.get("epoch_loop.batch_progress", {}).get("is_last_batch"):
+        return
+    for scope in ("total", "current"):
+        progress = loop["epoch_progress"][scope]
+        if progress["completed"] == progress["processed"] - 1:
+            progress["completed"] = progress["processed"]

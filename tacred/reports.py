@@ -1,0 +1,78 @@
+"""What ``test`` and ``predict`` leave behind: prediction files and the official-style score report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tacred.scoring import format_report, score
+
+
+def gather_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Collect (index, probabilities) from every process; each example must appear exactly once."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        parts: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, (index, probs))
+        index = torch.cat([p[0] for p in parts])
+        probs = torch.cat([p[1] for p in parts])
+    return index, probs
+
+
+def _ordered(module: Any, split: str, index: torch.Tensor, probs: torch.Tensor) -> tuple[Any, torch.Tensor]:
+    data = module.trainer.datamodule.encoded(split)
+    if index.numel() != len(data) or set(index.tolist()) != set(range(len(data))):
+        raise RuntimeError(f"{split}: scored {index.numel()} predictions for {len(data)} examples "
+                           f"({len(set(index.tolist()))} distinct); every example must be scored exactly once")
+    order = torch.argsort(index)
+    return data, probs[order]
+
+
+def output_dir(module: Any) -> Path:
+    out = Path(module.hparams.get("output_dir") or module.trainer.default_root_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
+    """Write ``test_predictions.jsonl``, ``test_score.txt`` and ``test_metrics.json``; print the report."""
+    index, probs = gather_outputs(module, index, probs)
+    if module.trainer.global_rank != 0:
+        return
+    data, probs = _ordered(module, "test", index, probs)
+    labels = module.vocab.labels.itos
+    best = probs.argmax(dim=-1).tolist()
+    gold = [labels[i] for i in data.labels.tolist()]
+    pred = [labels[i] for i in best]
+    out = output_dir(module)
+    with open(out / "test_predictions.jsonl", "w", encoding="utf-8") as f:
+        for i, ident in enumerate(data.ids):
+            f.write(json.dumps({"id": ident, "relation": pred[i], "gold": gold[i],
+                                "probability": round(float(probs[i, best[i]]), 6)}) + "\n")
+    result = score(gold, pred, no_relation=module.vocab.no_relation)
+    report = format_report(result)
+    (out / "test_score.txt").write_text(report + "\n", encoding="utf-8")
+    (out / "test_metrics.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    print(report)
+    print(f"predictions: {out / 'test_predictions.jsonl'}\nreport: {out / 'test_score.txt'}")
+
+
+def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
+    """Write ``predictions.jsonl``: id, predicted relation, its probability and every label's probability."""
+    index, probs = gather_outputs(module, index, probs)
+    if module.trainer.global_rank != 0:
+        return
+    data, probs = _ordered(module, "predict", index, probs)
+    labels = module.vocab.labels.itos
+    path = output_dir(module) / "predictions.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i, ident in enumerate(data.ids):
+            row = probs[i].tolist()
+            best = max(range(len(row)), key=row.__getitem__)
+            f.write(json.dumps({"id": ident, "relation": labels[best], "probability": round(row[best], 6),
+                                "probabilities": {lab: round(p, 6) for lab, p in zip(labels, row, strict=True)}}) + "\n")
+    print(f"predictions: {path}")
