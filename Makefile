@@ -38,8 +38,9 @@ lint: install
 	$(VENV)/bin/ruff check tacred tests benchmarks
 
 demo: install
-	$(TACRED) fit --config configs/demo.yaml --run_dir $(RUN)
-	$(TACRED) test --ckpt_path $(RUN)/checkpoints/last.ckpt
+	test -f data/demo/train.json || $(TACRED) convert synthetic data/demo
+	$(TACRED) fit --config configs/demo.yaml --run_dir $(RUN) --resume never
+	$(TACRED) test --ckpt_path $(RUN)/checkpoints/best.ckpt
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from tacred.scoring import format_report, score
+from tacred.threshold import apply_threshold, format_comparison, micro_scores
 
 
 def gather_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -32,6 +33,11 @@ def _ordered(module: Any, split: str, index: torch.Tensor, probs: torch.Tensor) 
     return data, probs[order]
 
 
+def decisions(module: Any, probs: torch.Tensor) -> torch.Tensor:
+    """Predicted label ids (N,): the argmax, or the model's no-relation threshold when it has one."""
+    return apply_threshold(probs, module.vocab.no_relation_id, getattr(module, "no_relation_threshold", None))
+
+
 def output_dir(module: Any) -> Path:
     out = Path(module.hparams.get("output_dir") or module.trainer.default_root_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -45,7 +51,7 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
         return
     data, probs = _ordered(module, "test", index, probs)
     labels = module.vocab.labels.itos
-    best = probs.argmax(dim=-1).tolist()
+    best = decisions(module, probs).tolist()
     gold = [labels[i] for i in data.labels.tolist()]
     pred = [labels[i] for i in best]
     out = output_dir(module)
@@ -54,9 +60,15 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
             f.write(json.dumps({"id": ident, "relation": pred[i], "gold": gold[i],
                                 "probability": round(float(probs[i, best[i]]), 6)}) + "\n")
     result = score(gold, pred, no_relation=module.vocab.no_relation)
-    report = format_report(result)
+    report, metrics = format_report(result), result.to_dict()
+    threshold = getattr(module, "no_relation_threshold", None)
+    if threshold is not None:  # show what the threshold changed
+        nr = module.vocab.no_relation_id
+        untuned = micro_scores(probs.argmax(dim=-1).numpy(), data.labels, nr)
+        report += "\n\n" + format_comparison(threshold, untuned, micro_scores(best, data.labels, nr), "test")
+        metrics.update(no_relation_threshold=threshold, untuned=vars(untuned))
     (out / "test_score.txt").write_text(report + "\n", encoding="utf-8")
-    (out / "test_metrics.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    (out / "test_metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     print(report)
     print(f"predictions: {out / 'test_predictions.jsonl'}\nreport: {out / 'test_score.txt'}")
 
@@ -68,11 +80,12 @@ def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> 
         return
     data, probs = _ordered(module, "predict", index, probs)
     labels = module.vocab.labels.itos
+    chosen = decisions(module, probs).tolist()
     path = output_dir(module) / "predictions.jsonl"
     with open(path, "w", encoding="utf-8") as f:
         for i, ident in enumerate(data.ids):
             row = probs[i].tolist()
-            best = max(range(len(row)), key=row.__getitem__)
+            best = chosen[i]
             f.write(json.dumps({"id": ident, "relation": labels[best], "probability": round(row[best], 6),
                                 "probabilities": {lab: round(p, 6) for lab, p in zip(labels, row, strict=True)}}) + "\n")
     print(f"predictions: {path}")

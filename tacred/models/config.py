@@ -37,8 +37,11 @@ class NetworkConfig:
     init: Literal["kaiming", "xavier"] = "kaiming"
     position_encoding: Literal["relative", "sinusoidal", "none"] = "relative"
     relpos_query: Literal["separate", "shared"] = "separate"
-    # related-work attention variants (see tacred.models.attention)
-    attention_bias: list[str] | None = None
+    # related-work attention variants (tacred.models.attention.factory): extra logit terms ``shaw`` (Shaw et al.
+    # 2018, clip ``shaw_clip``, relative values if ``shaw_values``), ``absolute_scalars`` (Dufter et al.'s SAN+P)
+    # and ``relative_scalars`` (SAN+R), both sized by ``max_relative_distance``; γ-scaled q/k/v; a convolution
+    # over the attention matrix; ``gaussian_heads`` of the heads attend by Gaussian position only (Dagan 2019).
+    attention_bias: list[Literal["shaw", "absolute_scalars", "relative_scalars"]] | None = None
     shaw_clip: int = 16
     shaw_values: bool = True
     learned_temperature: bool = False

@@ -17,6 +17,7 @@ from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
 from tacred.models.schedule import DecayOnStall
 from tacred.scoring import TacredScore
+from tacred.threshold import apply_threshold, load_threshold
 
 STAGES = ("train", "val", "test")
 
@@ -32,6 +33,8 @@ class RelationExtractor(L.LightningModule):
         decay_start_epoch, decay_factor, decay_compare: the learning-rate rule (:class:`DecayOnStall`).
         no_relation_weight: cross-entropy weight of the no-relation class (1.0: unweighted).
         output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
+        no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.threshold`
+            (a number, or a ``threshold.json`` from ``tacred threshold tune``); None: the plain argmax.
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class RelationExtractor(L.LightningModule):
         decay_compare: str = "previous",
         no_relation_weight: float = 1.0,
         output_dir: str | None = None,
+        no_relation_threshold: float | str | None = None,
     ) -> None:
         super().__init__()
         if vocab is None:
@@ -56,6 +60,8 @@ class RelationExtractor(L.LightningModule):
         network = network or NetworkConfig()
         self.save_hyperparameters(ignore=["vocab", "word_vectors", "network"])
         self.hparams["network"] = network.to_dict()
+        self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
+        self.hparams["no_relation_threshold"] = self.no_relation_threshold  # the number, not a path that may move
         self.vocab = vocab
         self.network_config = network
         self.net = RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
@@ -70,10 +76,25 @@ class RelationExtractor(L.LightningModule):
         return self.net(batch)
 
     def on_train_epoch_start(self) -> None:
-        # Reseed dropout from (seed, epoch) so a run resumed from an epoch-end checkpoint draws the same
-        # random numbers as an uninterrupted one.
+        # Lightning calls set_epoch only on a loader's sampler, never on its batch sampler (every epoch would
+        # reuse epoch 0's batches), and the first epoch of a process iterates its loader before any hook: a
+        # run resumed at epoch e would get epoch 0's batches, so they are built again for epoch e.
+        sampler = getattr(self.trainer.train_dataloader, "batch_sampler", None)
+        if not callable(getattr(sampler, "set_epoch", None)) or getattr(sampler, "epoch", None) == self.current_epoch:
+            return
+        sampler.set_epoch(self.current_epoch)
+        fit_loop = self.trainer.fit_loop
+        if fit_loop.is_resuming and fit_loop._data_fetcher is not None:
+            iter(fit_loop._data_fetcher)  # later epochs: the epoch loop builds the iterator after this hook
+
+    def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
+        # Reseed dropout (and RReLU, word dropout) from (seed, epoch, batch, rank) right before each step.
+        # Creating a DataLoader iterator draws from the global generator, and it happens before the first
+        # epoch's hooks in a fresh process but after them in later epochs, so a per-epoch reseed made a run
+        # resumed from last.ckpt diverge from an uninterrupted one.
         seed = int(os.environ.get("PL_GLOBAL_SEED", 0))
-        torch.manual_seed(seed * 1_000_003 + self.current_epoch + self.global_rank * 7919)
+        mixed = ((seed * 1_000_003 + self.current_epoch) * 100_003 + batch_idx) * 7919 + self.global_rank
+        torch.manual_seed(mixed % 2**63)
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         logits = self(batch).logits
@@ -85,6 +106,9 @@ class RelationExtractor(L.LightningModule):
         logits = self(batch).logits
         loss = F.cross_entropy(logits, batch.labels, weight=self.class_weights)
         preds = logits.argmax(dim=-1)
+        if self.no_relation_threshold is not None:
+            probs = torch.softmax(logits.float(), dim=-1)
+            preds = apply_threshold(probs, self.vocab.no_relation_id, self.no_relation_threshold).to(preds.device)
         self.scores[stage].update(preds, batch.labels)
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), sync_dist=True)
         return logits

@@ -1,0 +1,1 @@
+"""Reading, validating and batching TACRED-format relation extraction data."""

@@ -1,0 +1,154 @@
+"""Featurised splits, the :class:`Batch` a model consumes, and length-bucketed batch sampling."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from tacred.data.examples import Example, log_bin, masked_tokens, relative_positions
+from tacred.data.vocab import Vocabularies
+
+
+class LabelError(ValueError):
+    """An example whose relation is not in the model's label set."""
+
+
+@dataclass
+class Batch:
+    """A padded batch. Shapes: (B, T) for token-level fields, (B,) for the rest; ``pad_mask`` is True at padding."""
+
+    words: torch.Tensor
+    pos: torch.Tensor
+    ner: torch.Tensor
+    subj_positions: torch.Tensor  # log-binned relative positions to the subject span
+    obj_positions: torch.Tensor  # log-binned relative positions to the object span
+    pad_mask: torch.Tensor
+    labels: torch.Tensor
+    index: torch.Tensor  # position of each example in its split
+
+    def to(self, device: torch.device | str) -> Batch:
+        return Batch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+    def __len__(self) -> int:
+        return self.words.shape[0]
+
+
+class EncodedSplit(torch.utils.data.Dataset):
+    """One split turned into id arrays once; ``__getitem__`` returns the example's index for collation."""
+
+    def __init__(self, examples: Sequence[Example], vocab: Vocabularies, source: str = "") -> None:
+        self.examples = list(examples)
+        self.ids = [ex.id for ex in self.examples]
+        self.lengths = np.array([len(ex) for ex in self.examples], dtype=np.int64)
+        self.words: list[np.ndarray] = []
+        self.pos: list[np.ndarray] = []
+        self.ner: list[np.ndarray] = []
+        self.subj: list[np.ndarray] = []
+        self.obj: list[np.ndarray] = []
+        labels = []
+        for i, ex in enumerate(self.examples):
+            words = ex.lemmas if vocab.use_lemmas and ex.lemmas is not None else ex.tokens
+            if vocab.use_lemmas and ex.lemmas is None:
+                raise ValueError(f"{source}: example {i} (id {ex.id!r}) has no lemmas but the vocabulary uses lemmas")
+            words = tuple(w.lower() for w in words) if vocab.lowercase else words
+            tokens = masked_tokens(ex, words) if vocab.entity_masking else list(words)
+            self.words.append(np.asarray(vocab.words.encode(tokens), dtype=np.int64))
+            self.pos.append(np.asarray(vocab.pos.encode(ex.pos), dtype=np.int64))
+            self.ner.append(np.asarray(vocab.ner.encode(ex.ner), dtype=np.int64))
+            n = len(ex)
+            self.subj.append(np.asarray([log_bin(p) for p in relative_positions(ex.subj_start, ex.subj_end, n)], dtype=np.int64))
+            self.obj.append(np.asarray([log_bin(p) for p in relative_positions(ex.obj_start, ex.obj_end, n)], dtype=np.int64))
+            if ex.relation not in vocab.labels:
+                raise LabelError(
+                    f"{source}: example {i} (id {ex.id!r}): relation {ex.relation!r} is not in the label set "
+                    f"of this model ({len(vocab.labels)} labels, e.g. {vocab.labels.itos[:4]})"
+                )
+            labels.append(vocab.labels.id(ex.relation))
+        self.labels = np.asarray(labels, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+    def collate(self, indices: Sequence[int]) -> Batch:
+        """Pad the examples at ``indices`` to the longest of them."""
+        size = len(indices)
+        width = int(self.lengths[list(indices)].max())
+        arrays = {k: np.zeros((size, width), dtype=np.int64) for k in ("words", "pos", "ner", "subj", "obj")}
+        pad = np.ones((size, width), dtype=bool)
+        for row, i in enumerate(indices):
+            n = self.lengths[i]
+            for key, array in arrays.items():
+                array[row, :n] = getattr(self, key)[i]
+            pad[row, :n] = False
+        return Batch(
+            words=torch.from_numpy(arrays["words"]), pos=torch.from_numpy(arrays["pos"]),
+            ner=torch.from_numpy(arrays["ner"]), subj_positions=torch.from_numpy(arrays["subj"]),
+            obj_positions=torch.from_numpy(arrays["obj"]), pad_mask=torch.from_numpy(pad),
+            labels=torch.from_numpy(self.labels[list(indices)]),
+            index=torch.as_tensor(list(indices), dtype=torch.int64),
+        )
+
+
+class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
+    """Batches of similar length: cheap padding, deterministic for a seed and epoch, sharded across ranks.
+
+    Training: shuffle (seed + epoch), sort pools of ``pool_batches`` batches by length, cut, shuffle batches;
+    each rank takes every ``num_replicas``-th batch, and ranks are evened out by repeating the first batches
+    (training only, so all ranks step together). Evaluation: sorted by length, every example exactly once.
+    """
+
+    def __init__(
+        self, lengths: Sequence[int], batch_size: int, *, shuffle: bool, seed: int = 0,
+        pool_batches: int = 50, num_replicas: int = 1, rank: int = 0,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.lengths = np.asarray(lengths)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.pool = pool_batches * batch_size
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _all_batches(self) -> list[list[int]]:
+        n = len(self.lengths)
+        if not self.shuffle:
+            order = sorted(range(n), key=lambda i: (self.lengths[i], i))
+            return [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+        rng = random.Random(self.seed * 100_003 + self.epoch)
+        order = list(range(n))
+        rng.shuffle(order)
+        batches = []
+        for start in range(0, n, self.pool):
+            pool = sorted(order[start : start + self.pool], key=lambda i: self.lengths[i])
+            batches.extend(pool[i : i + self.batch_size] for i in range(0, len(pool), self.batch_size))
+        rng.shuffle(batches)
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = self._all_batches()
+        if self.num_replicas > 1:
+            if self.shuffle and len(batches) % self.num_replicas:
+                batches = batches + batches[: self.num_replicas - len(batches) % self.num_replicas]
+            batches = batches[self.rank :: self.num_replicas]
+        return iter(batches)
+
+    def __len__(self) -> int:
+        total = -(-len(self.lengths) // self.batch_size)
+        if self.num_replicas == 1:
+            return total
+        if self.shuffle:
+            return -(-total // self.num_replicas)
+        return len(range(self.rank, total, self.num_replicas))

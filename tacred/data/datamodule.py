@@ -1,0 +1,203 @@
+"""The LightningDataModule: files → validated examples → vocabularies (+ GloVe) → length-bucketed batches."""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cached_property
+from pathlib import Path
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from tacred import constants as C
+from tacred.data.batching import BucketBatchSampler, EncodedSplit
+from tacred.data.examples import Example, load_examples
+from tacred.data.vocab import Vocabularies, build_vocabularies
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev", "test", "predict")
+
+
+class TacredDataModule(L.LightningDataModule):
+    """TACRED-format data for fit/validate/test/predict.
+
+    Args:
+        data_dir: folder the split files are relative to (absolute file paths ignore it).
+        train_file, dev_file, test_file: TACRED JSON lists or JSON Lines.
+        predict_file: what ``predict`` reads (defaults to ``test_file``).
+        glove_path: GloVe text file (``.txt``/``.gz``/``.zip``); None gives random word vectors.
+        embedding_dim: size of the word vectors.
+        lowercase, min_count: word vocabulary options.
+        entity_masking: replace subject/object tokens by ``SUBJ-<type>``/``OBJ-<type>``.
+        use_lemmas: words are spaCy lemmas (Bilan & Roth's Table 3 variant), computed once and cached.
+        labels: ``"auto"`` (the 42 TACRED labels when every label of the data is one of them, else the sorted
+            labels of all configured splits), ``"tacred"``, a path to a JSON list, or an explicit list.
+        no_relation: the label that means "no relation" (ignored by the scorer).
+        strict: raise on the first invalid example; otherwise skip and report each invalid one.
+        vocab_path: reuse the vocabularies of a run (``vocab.json``) or of a checkpoint (``.ckpt``).
+        batch_size, eval_batch_size, num_workers, seed: loading options; ``seed`` fixes the shuffling.
+        spacy_model: spaCy pipeline for lemmas (default: whichever English model is installed).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        train_file: str = "train.json",
+        dev_file: str = "dev.json",
+        test_file: str = "test.json",
+        predict_file: str | None = None,
+        glove_path: str | None = None,
+        embedding_dim: int = 300,
+        lowercase: bool = True,
+        min_count: int = 1,
+        entity_masking: bool = True,
+        use_lemmas: bool = False,
+        labels: str | list[str] = "auto",
+        no_relation: str = C.NO_RELATION,
+        strict: bool = True,
+        vocab_path: str | None = None,
+        batch_size: int = 50,
+        eval_batch_size: int | None = None,
+        num_workers: int = 0,
+        seed: int = 0,
+        spacy_model: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.data_dir = Path(data_dir) if data_dir else None
+        self.files = {"train": train_file, "dev": dev_file, "test": test_file, "predict": predict_file or test_file}
+        self.glove_path = glove_path
+        self.embedding_dim = embedding_dim
+        self.lowercase = lowercase
+        self.min_count = min_count
+        self.entity_masking = entity_masking
+        self.use_lemmas = use_lemmas
+        self.label_spec = labels
+        self.no_relation = no_relation
+        self.strict = strict
+        self.vocab_path = vocab_path
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size or batch_size
+        self.num_workers = num_workers
+        self.seed = seed
+        self.spacy_model = spacy_model
+        self._examples: dict[str, list[Example]] = {}
+        self._encoded: dict[str, EncodedSplit] = {}
+
+    # -- files and examples ------------------------------------------------------------------------
+    def path(self, split: str) -> Path:
+        name = Path(self.files[split])
+        return name if name.is_absolute() or self.data_dir is None else self.data_dir / name
+
+    def examples(self, split: str) -> list[Example]:
+        if split not in self._examples:
+            examples = load_examples(self.path(split), strict=self.strict).examples
+            if self.use_lemmas:
+                examples = self._with_lemmas(examples)
+            self._examples[split] = examples
+        return self._examples[split]
+
+    def _with_lemmas(self, examples: list[Example]) -> list[Example]:
+        from dataclasses import replace
+
+        from tacred.data.lemmas import lemmatize
+        from tacred.data.spacy_pipeline import load_spacy
+
+        todo = [i for i, ex in enumerate(examples) if ex.lemmas is None]
+        if not todo:
+            return examples
+        lemmas = lemmatize([list(examples[i].tokens) for i in todo], nlp=load_spacy(self.spacy_model))
+        out = list(examples)
+        for i, lem in zip(todo, lemmas, strict=True):
+            out[i] = replace(out[i], lemmas=tuple(lem))
+        return out
+
+    # -- vocabularies -----------------------------------------------------------------------------
+    def _label_set(self) -> list[str]:
+        spec = self.label_spec
+        if isinstance(spec, list):
+            return spec
+        if spec == "tacred":
+            return list(C.TACRED_LABELS)
+        if spec != "auto":
+            path = Path(spec)
+            if not path.is_file():
+                raise FileNotFoundError(f"labels: expected 'auto', 'tacred', a list or a JSON file; not found: {spec}")
+            return list(json.loads(path.read_text(encoding="utf-8")))
+        seen: set[str] = set()
+        for split in ("train", "dev", "test"):
+            if self.path(split).is_file():
+                seen.update(ex.relation for ex in self.examples(split))
+        if seen <= set(C.TACRED_LABELS):
+            return list(C.TACRED_LABELS)
+        return [self.no_relation] + sorted(seen - {self.no_relation})
+
+    @cached_property
+    def vocab(self) -> Vocabularies:
+        """The run's vocabularies: loaded from ``vocab_path`` or built from the training split."""
+        if self.vocab_path:
+            vocab = Vocabularies.load(self.vocab_path)
+            log.info("vocabularies from %s: %d words, %d labels", self.vocab_path, len(vocab.words), len(vocab.labels))
+            return vocab
+        vocab = build_vocabularies(
+            self.examples("train"), labels=self._label_set(), lowercase=self.lowercase, min_count=self.min_count,
+            entity_masking=self.entity_masking, use_lemmas=self.use_lemmas, no_relation=self.no_relation,
+        )
+        log.info("built vocabularies: %d words, %d POS, %d NER, %d labels",
+                 len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels))
+        return vocab
+
+    @cached_property
+    def word_vectors(self) -> torch.Tensor | None:
+        """GloVe vectors for the word vocabulary, or None (the model then initialises randomly)."""
+        if self.vocab_path or not self.glove_path:
+            if not self.vocab_path:
+                log.warning("no glove_path given: word vectors are initialised randomly")
+            return None
+        from tacred.data.glove import build_embedding_matrix
+
+        result = build_embedding_matrix(self.glove_path, self.vocab.words.itos, dim=self.embedding_dim,
+                                        lowercase=self.lowercase, seed=self.seed)
+        log.info("GloVe coverage: %d of %d words (%.1f%%)", result.found, len(self.vocab.words), 100 * result.coverage)
+        return result.vectors
+
+    # -- Lightning hooks --------------------------------------------------------------------------
+    def setup(self, stage: str | None = None) -> None:
+        wanted = {"fit": ("train", "dev"), "validate": ("dev",), "test": ("test",), "predict": ("predict",)}
+        for split in wanted.get(stage or "", ("train", "dev", "test")):
+            self.encoded(split)
+
+    def encoded(self, split: str) -> EncodedSplit:
+        if split not in self._encoded:
+            self._encoded[split] = EncodedSplit(self.examples(split), self.vocab, source=str(self.path(split)))
+        return self._encoded[split]
+
+    def _loader(self, split: str, train: bool) -> DataLoader:
+        data = self.encoded(split)
+        trainer = self.trainer
+        world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+        sampler = BucketBatchSampler(
+            data.lengths, self.batch_size if train else self.eval_batch_size, shuffle=train, seed=self.seed,
+            num_replicas=world, rank=rank,
+        )
+        return DataLoader(data, batch_sampler=sampler, collate_fn=data.collate, num_workers=self.num_workers,
+                          persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("dev", train=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("predict", train=False)
+
+    def split_for(self, stage: str) -> str:
+        """The split a Lightning stage reads ("validate" → dev)."""
+        return {"fit": "dev", "validate": "dev", "test": "test", "predict": "predict"}[stage]

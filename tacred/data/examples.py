@@ -1,0 +1,213 @@
+"""TACRED JSON / JSON Lines → validated :class:`Example` objects (loaded through HF ``datasets``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_INT_FIELDS = ("subj_start", "subj_end", "obj_start", "obj_end")
+_STR_FIELDS = ("relation", "subj_type", "obj_type")
+_LIST_FIELDS = ("token", "stanford_pos", "stanford_ner")
+REQUIRED_FIELDS = ("token", *_INT_FIELDS, *_STR_FIELDS, "stanford_pos", "stanford_ner")
+
+
+class DataFormatError(ValueError):
+    """An example (or a whole file) that does not follow the TACRED format."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One relation mention: a sentence with a subject span and an object span (inclusive ends)."""
+
+    id: str
+    tokens: tuple[str, ...]
+    subj_start: int
+    subj_end: int
+    obj_start: int
+    obj_end: int
+    subj_type: str
+    obj_type: str
+    pos: tuple[str, ...]
+    ner: tuple[str, ...]
+    relation: str
+    lemmas: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], index: int = 0) -> Example:
+        """Build from an already validated TACRED dict (see :func:`check_example`)."""
+        return cls(
+            id=str(raw.get("id") if raw.get("id") is not None else f"#{index}"),
+            tokens=tuple(raw["token"]),
+            subj_start=raw["subj_start"],
+            subj_end=raw["subj_end"],
+            obj_start=raw["obj_start"],
+            obj_end=raw["obj_end"],
+            subj_type=raw["subj_type"],
+            obj_type=raw["obj_type"],
+            pos=tuple(raw["stanford_pos"]),
+            ner=tuple(raw["stanford_ner"]),
+            relation=raw["relation"],
+            lemmas=tuple(raw["lemma"]) if raw.get("lemma") is not None else None,
+        )
+
+
+def check_example(raw: Any) -> str | None:
+    """Return what is wrong with one raw example, or None when it is valid."""
+    if not isinstance(raw, dict):
+        return f"expected a JSON object, found {type(raw).__name__}"
+    missing = [k for k in REQUIRED_FIELDS if raw.get(k) is None]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    for key in _LIST_FIELDS:
+        if not isinstance(raw[key], list):
+            return f"field '{key}' must be a list, found {type(raw[key]).__name__}"
+    tokens = raw["token"]
+    if not tokens:
+        return "field 'token' is empty"
+    for i, tok in enumerate(tokens):
+        if not isinstance(tok, str) or not tok.strip():
+            return f"field 'token' has an empty or non-string token at position {i}: {tok!r}"
+    for key in ("stanford_pos", "stanford_ner"):
+        if len(raw[key]) != len(tokens):
+            return f"field '{key}' has {len(raw[key])} tags but 'token' has {len(tokens)} tokens"
+        if not all(isinstance(t, str) for t in raw[key]):
+            return f"field '{key}' must hold strings"
+    for key in _INT_FIELDS:
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"field '{key}' must be an integer, found {value!r}"
+    for prefix in ("subj", "obj"):
+        start, end = raw[f"{prefix}_start"], raw[f"{prefix}_end"]
+        if not 0 <= start <= end < len(tokens):
+            return (f"span {prefix}_start={start}, {prefix}_end={end} does not satisfy "
+                    f"0 <= start <= end < {len(tokens)} (sentence length)")
+    for key in _STR_FIELDS:
+        if not isinstance(raw[key], str) or not raw[key]:
+            return f"field '{key}' must be a non-empty string, found {raw[key]!r}"
+    lemmas = raw.get("lemma")
+    if lemmas is not None and (not isinstance(lemmas, list) or len(lemmas) != len(tokens)):
+        return "field 'lemma' must be a list as long as 'token'"
+    return None
+
+
+@dataclass
+class LoadResult:
+    """Examples of one file and the invalid ones that were skipped (only in lenient mode)."""
+
+    path: Path
+    examples: list[Example]
+    skipped: list[tuple[int, str, str]]  # (index, id, reason)
+
+
+def _read_records(path: Path) -> list[Any]:
+    """Read a JSON list or JSON Lines file through HF datasets, falling back to json for diagnosis."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
+    try:
+        ds = datasets.load_dataset("json", data_files=str(path), split="train")
+        return ds.to_list()
+    except Exception as err:  # noqa: BLE001 - re-raised below with the precise cause
+        # Arrow rejects mixed types and syntax errors with messages that name neither the example
+        # nor the field, so re-read with the json module to find and name the culprit.
+        records = _read_json_plain(path)
+        bad = _first_problem(records, path)
+        if bad is not None:
+            raise bad from None
+        raise DataFormatError(f"{path}: could not be loaded by datasets: {err}") from err
+
+
+def _read_json_plain(path: Path) -> list[Any]:
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+        return data
+    records = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise DataFormatError(f"{path}: invalid JSON Lines record at line {lineno}: {err.msg}") from None
+    return records
+
+
+def _describe(raw: Any, index: int) -> str:
+    ident = raw.get("id") if isinstance(raw, dict) else None
+    return f"example {index} (id {ident!r})" if ident is not None else f"example {index}"
+
+
+def _first_problem(records: list[Any], path: Path) -> DataFormatError | None:
+    for index, raw in enumerate(records):
+        problem = check_example(raw)
+        if problem:
+            return DataFormatError(f"{path}: {_describe(raw, index)}: {problem}")
+    return None
+
+
+def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
+    """Load and validate every example of a TACRED JSON (list) or JSON Lines file.
+
+    Strict mode raises :class:`DataFormatError` naming the file, the example's index and id, the field
+    and the problem. Lenient mode (``strict=False``) skips invalid examples and logs each one and the count.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    records = _read_records(path)
+    examples: list[Example] = []
+    skipped: list[tuple[int, str, str]] = []
+    for index, raw in enumerate(records):
+        problem = check_example(raw)
+        if problem is None:
+            examples.append(Example.from_dict(raw, index))
+            continue
+        if strict:
+            raise DataFormatError(f"{path}: {_describe(raw, index)}: {problem}")
+        ident = str(raw.get("id")) if isinstance(raw, dict) else "?"
+        skipped.append((index, ident, problem))
+        log.warning("%s: skipping %s: %s", path, _describe(raw, index), problem)
+    if skipped:
+        log.warning("%s: skipped %d invalid example(s) of %d", path, len(skipped), len(records))
+    if not examples:
+        raise DataFormatError(f"{path}: no valid examples")
+    return LoadResult(path=path, examples=examples, skipped=skipped)
+
+
+# ----------------------------------------------------------------------------------------------
+# Features: entity masking and relative positions (PAPER_NOTES section 3)
+
+
+def masked_tokens(ex: Example, words: tuple[str, ...] | None = None) -> list[str]:
+    """Replace subject/object tokens by ``SUBJ-<type>`` / ``OBJ-<type>`` (Zhang et al., 2017)."""
+    out = list(words if words is not None else ex.tokens)
+    for i in range(ex.subj_start, ex.subj_end + 1):
+        out[i] = f"SUBJ-{ex.subj_type}"
+    for i in range(ex.obj_start, ex.obj_end + 1):
+        out[i] = f"OBJ-{ex.obj_type}"
+    return out
+
+
+def relative_positions(start: int, end: int, length: int) -> list[int]:
+    """Distance of every token to the span [start, end]: i-start before, 0 inside, i-end after."""
+    return [i - start if i < start else (i - end if i > end else 0) for i in range(length)]
+
+
+def log_bin(p: int) -> int:
+    """The original code's binning: sign(p) * (floor(log2 |p|) + 1), and 0 for 0."""
+    # int.bit_length() is exactly floor(log2 |p|) + 1 for p != 0, and 0 for 0.
+    return abs(p).bit_length() * (1 if p >= 0 else -1)

@@ -1,0 +1,234 @@
+"""SemEval-2010 Task 8 (Hendrickx et al., 2010) release files → TACRED-format dicts tokenised by spaCy.
+
+``e1`` is the subject and ``e2`` the object; the 18 directed labels are kept, ``Other`` becomes
+``no_relation``; dev is a seeded random sample of the training file (1,500 sentences, seed 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tacred.constants import NO_RELATION
+from tacred.data.annotate import MarkerError, parse_markers
+from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+RELATIONS = (
+    "Cause-Effect", "Instrument-Agency", "Product-Producer", "Content-Container", "Entity-Origin",
+    "Entity-Destination", "Component-Whole", "Member-Collection", "Message-Topic",
+)
+OTHER = "Other"
+# The declared label set (19): fixed order, no_relation first, never derived from what a split holds.
+SEMEVAL_LABELS = (NO_RELATION, *(f"{r}({a},{b})" for r in RELATIONS for a, b in (("e1", "e2"), ("e2", "e1"))))
+TRAIN_FILE = "TRAIN_FILE.TXT"
+TEST_FILE = "TEST_FILE_FULL.TXT"
+HUB_NAME = "SemEvalWorkshop/sem_eval_2010_task_8"
+_FILE_LABELS = frozenset((OTHER, *SEMEVAL_LABELS[1:]))
+_SENTENCE = re.compile(r'(\d+)\s+"(.*)"\s*')
+
+
+class SemEvalError(ValueError):
+    """A SemEval file or sentence that cannot be read or converted (names file, line and id)."""
+
+
+@dataclass(frozen=True)
+class SemEvalRecord:
+    """One sentence of a release file, markers still in place; ``relation`` as written in the file."""
+
+    id: int
+    sentence: str
+    relation: str
+    line: int
+    source: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}, line {self.line}, id {self.id}"
+
+
+def read_semeval(path: str | Path) -> list[SemEvalRecord]:
+    """Parse a release file: ``ID<TAB>"sentence"``, a label line, an optional ``Comment:`` line, a blank."""
+    path = Path(path)
+    if not path.is_file():
+        raise SemEvalError(f"{path}: SemEval file not found")
+    lines = path.read_text(encoding="utf-8-sig").splitlines()  # handles CRLF and LF
+    records: list[SemEvalRecord] = []
+    seen: dict[int, int] = {}
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        m = _SENTENCE.fullmatch(lines[i])
+        if m is None:
+            raise SemEvalError(f"{path}, line {i + 1}: expected 'ID<TAB>\"sentence\"', found {lines[i][:60]!r}")
+        ex_id, line_no = int(m.group(1)), i + 1
+        if ex_id in seen:
+            raise SemEvalError(f"{path}, line {line_no}, id {ex_id}: id already used on line {seen[ex_id]}")
+        seen[ex_id] = line_no
+        label = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if label not in _FILE_LABELS:
+            raise SemEvalError(
+                f"{path}, line {i + 2}, id {ex_id}: expected a relation label (e.g. 'Cause-Effect(e1,e2)' "
+                f"or 'Other'), found {label!r}"
+            )
+        i += 2
+        if i < len(lines) and lines[i].startswith("Comment"):
+            i += 1
+        if i < len(lines) and lines[i].strip():
+            raise SemEvalError(f"{path}, line {i + 1}, id {ex_id}: expected a blank line, found {lines[i][:60]!r}")
+        records.append(SemEvalRecord(ex_id, m.group(2), label, line_no, str(path)))
+    if not records:
+        raise SemEvalError(f"{path}: no examples found")
+    return records
+
+
+def convert_records(
+    records: Sequence[SemEvalRecord], prefix: str, nlp: Language | None = None, batch_size: int = 256
+) -> list[dict[str, Any]]:
+    """TACRED dicts with ids ``semeval-<prefix>-<file id>``; raises :class:`SemEvalError` on a bad sentence."""
+    nlp = nlp if nlp is not None else load_spacy()
+    items = []
+    for rec in records:
+        try:
+            marked = parse_markers(rec.sentence)
+        except MarkerError as err:
+            raise SemEvalError(f"{rec.where}: {err}") from err
+        items.append((rec.where, marked.text, [marked.subj, marked.obj]))
+    try:
+        annotated = annotate_spans(items, nlp, batch_size=batch_size)
+    except SpanError as err:
+        raise SemEvalError(str(err)) from err
+    return [
+        tacred_example(
+            f"semeval-{prefix}-{rec.id}", ann, spans[0], spans[1],
+            NO_RELATION if rec.relation == OTHER else rec.relation,
+        )
+        for rec, (ann, spans) in zip(records, annotated, strict=True)
+    ]
+
+
+def split_dev(
+    records: Sequence[SemEvalRecord], dev_size: int = 1500, seed: int = 0
+) -> tuple[list[SemEvalRecord], list[SemEvalRecord]]:
+    """(train, dev): ``dev_size`` records drawn with ``random.Random(seed)``; both keep file order."""
+    if not 0 <= dev_size < len(records):
+        raise SemEvalError(f"dev size must be between 0 and {len(records) - 1}, got {dev_size}")
+    dev_idx = set(random.Random(seed).sample(range(len(records)), dev_size))
+    train = [r for i, r in enumerate(records) if i not in dev_idx]
+    dev = [r for i, r in enumerate(records) if i in dev_idx]
+    return train, dev
+
+
+def convert_release(
+    src_dir: str | Path, dev_size: int = 1500, seed: int = 0, nlp: Language | None = None, batch_size: int = 256
+) -> dict[str, list[dict[str, Any]]]:
+    """Convert ``TRAIN_FILE.TXT`` and ``TEST_FILE_FULL.TXT`` under ``src_dir`` to train/dev/test splits."""
+    src_dir = Path(src_dir)
+    train, dev = split_dev(read_semeval(src_dir / TRAIN_FILE), dev_size, seed)
+    test = read_semeval(src_dir / TEST_FILE)
+    return {
+        "train": convert_records(train, "train", nlp, batch_size),
+        "dev": convert_records(dev, "train", nlp, batch_size),
+        "test": convert_records(test, "test", nlp, batch_size),
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temporary file in the same folder, then rename)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")  # open() keeps the umask's permissions
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_release(
+    src_dir: str | Path,
+    out_dir: str | Path,
+    dev_size: int = 1500,
+    seed: int = 0,
+    nlp: Language | None = None,
+    batch_size: int = 256,
+) -> dict[str, Any]:
+    """Convert the release and write train/dev/test.json, labels.json, conversion.json and a README."""
+    import spacy
+
+    nlp = nlp if nlp is not None else load_spacy()
+    start = time.perf_counter()
+    splits = convert_release(src_dir, dev_size, seed, nlp, batch_size)
+    seconds = time.perf_counter() - start
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, examples in splits.items():
+        _write_json(out_dir / f"{name}.json", examples)
+    _write_json(out_dir / "labels.json", list(SEMEVAL_LABELS))
+    info = {
+        "source": str(Path(src_dir).resolve()),
+        "files": {"train": TRAIN_FILE, "test": TEST_FILE},
+        "sizes": {name: len(examples) for name, examples in splits.items()},
+        "dev_size": dev_size,
+        "seed": seed,
+        "spacy_model": model_id(nlp),
+        "spacy_version": spacy.__version__,
+        "labels": len(SEMEVAL_LABELS),
+        "label_counts": {name: dict(Counter(ex["relation"] for ex in exs)) for name, exs in splits.items()},
+        "seconds": round(seconds, 1),
+    }
+    _write_json(out_dir / "conversion.json", info)
+    readme = (
+        "SemEval-2010 Task 8 (Hendrickx et al., 2010; CC BY 3.0) in TACRED format, converted by "
+        "`tacred convert semeval2010`.\n"
+        f"train {info['sizes']['train']} / dev {info['sizes']['dev']} (random sample of {TRAIN_FILE}, "
+        f"seed {seed}) / test {info['sizes']['test']} ({TEST_FILE}).\n"
+        "e1 = subject, e2 = object; directed labels kept, Other -> no_relation; "
+        f"tokens, POS and NER by spaCy {info['spacy_model']} (spaCy {spacy.__version__}).\n"
+        "Entity types: the span's mapped NER when it is one named entity, else NOMINAL.\n"
+    )
+    (out_dir / "README").write_text(readme, encoding="utf-8")
+    return info
+
+
+def load_from_hub(
+    nlp: Language | None = None, dev_size: int = 1500, seed: int = 0, name: str = HUB_NAME, **load_kwargs: Any
+) -> dict[str, list[dict[str, Any]]]:
+    """Convert the Hugging Face hub copy (``sentence`` with markers, ``relation`` as a class id).
+
+    Needs network access (or a filled ``datasets`` cache); ``datasets`` is imported only here, so
+    importing this module never touches the network. Ids follow the release: train 1.., test 8001..
+    """
+    from datasets import load_dataset
+
+    data = load_dataset(name, **load_kwargs)
+    names = data["train"].features["relation"].names
+    records: dict[str, list[SemEvalRecord]] = {}
+    for split, first_id in (("train", 1), ("test", 8001)):
+        records[split] = [
+            SemEvalRecord(first_id + i, row["sentence"], names[row["relation"]], i + 1, f"{name}:{split}")
+            for i, row in enumerate(data[split])
+        ]
+    unknown = sorted({r.relation for rs in records.values() for r in rs} - _FILE_LABELS)
+    if unknown:
+        raise SemEvalError(f"{name}: unexpected relation names {unknown}")
+    train, dev = split_dev(records["train"], dev_size, seed)
+    return {
+        "train": convert_records(train, "train", nlp),
+        "dev": convert_records(dev, "train", nlp),
+        "test": convert_records(records["test"], "test", nlp),
+    }

@@ -1,0 +1,56 @@
+"""Shared fixtures: paths to the real data beside the repository and tiny synthetic TACRED files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+TACRED_SAMPLE = SHARED_DATA / "tacred_sample"
+
+
+@pytest.fixture(scope="session")
+def tacred_sample() -> Path:
+    if not (TACRED_SAMPLE / "train.json").is_file():
+        pytest.skip(f"the public TACRED sample is not found at {TACRED_SAMPLE}")
+    return TACRED_SAMPLE
+
+
+def make_example(i: int, relation: str = "no_relation", length: int = 6) -> dict:
+    tokens = [f"w{(i * 7 + k) % 13}" for k in range(length)]
+    tokens[0], tokens[-1] = "Alice", "Acme"
+    return {
+        "id": f"ex{i}", "relation": relation, "token": tokens,
+        "subj_start": 0, "subj_end": 0, "obj_start": length - 1, "obj_end": length - 1,
+        "subj_type": "PERSON", "obj_type": "ORGANIZATION",
+        "stanford_pos": ["NNP"] + ["NN"] * (length - 2) + ["NNP"],
+        "stanford_ner": ["PERSON"] + ["O"] * (length - 2) + ["ORGANIZATION"],
+    }
+
+
+@pytest.fixture
+def write_json(tmp_path: Path):
+    def write(name: str, data: object) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small generated corpus (the demo generator, shrunk) shared by the end-to-end tests."""
+    from tacred.data.synthetic import write_corpus
+
+    out = tmp_path_factory.mktemp("demo_data")
+    write_corpus(out, seed=5, n_train=240, n_dev=60, n_test=60)
+    return out

@@ -1,0 +1,113 @@
+"""End to end through the real CLI: fit, then test and predict from the checkpoint alone; determinism; resuming."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = ["--model.network.word_dim", "24", "--data.embedding_dim", "24", "--model.network.ffn_dim", "16",
+         "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
+         "--trainer.enable_model_summary", "false"]
+
+
+def tacred(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "tacred", *args], cwd=REPO, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tacred {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def fit(data: Path, run: Path, *extra: str) -> subprocess.CompletedProcess:
+    return tacred("fit", "--config", "configs/demo.yaml", "--data.data_dir", str(data), "--run_dir", str(run),
+                  *SMALL, *extra)
+
+
+def val_rows(run: Path) -> list[dict]:
+    with open(run / "metrics.csv") as f:
+        return [r for r in csv.DictReader(f) if r.get("val/f1")]
+
+
+@pytest.fixture(scope="module")
+def trained(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("run")
+    fit(demo_data, run, "--trainer.max_epochs", "2")
+    return run
+
+
+def test_fit_writes_config_checkpoints_and_dev_scores(trained):
+    assert (trained / "config.yaml").is_file()
+    assert (trained / "checkpoints" / "last.ckpt").is_file() and (trained / "checkpoints" / "best.ckpt").is_file()
+    rows = val_rows(trained)
+    assert [int(r["epoch"]) for r in rows] == [0, 1]
+    assert all(0.0 <= float(r["val/f1"]) <= 1.0 for r in rows)
+
+
+def test_test_from_the_checkpoint_alone_writes_predictions_and_the_official_report(trained, demo_data):
+    proc = tacred("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"))
+    assert "Precision (micro):" in proc.stdout and "F1 (micro):" in proc.stdout
+    predictions = [json.loads(line) for line in (trained / "test_predictions.jsonl").read_text().splitlines()]
+    gold = json.loads((demo_data / "test.json").read_text())
+    assert [p["id"] for p in predictions] == [g["id"] for g in gold]
+    assert [p["gold"] for p in predictions] == [g["relation"] for g in gold]
+    score = tacred("score", str(demo_data / "test.json"), str(trained / "test_predictions.jsonl"))
+    reported = (trained / "test_score.txt").read_text()
+    assert score.stdout.strip().splitlines()[-1] in reported  # same F1 line as the independent scorer
+
+
+def test_predict_writes_every_label_probability(trained, demo_data):
+    tacred("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
+    rows = [json.loads(line) for line in (trained / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == len(json.loads((demo_data / "test.json").read_text()))
+    assert abs(sum(rows[0]["probabilities"].values()) - 1.0) < 1e-3
+    assert rows[0]["relation"] == max(rows[0]["probabilities"], key=rows[0]["probabilities"].get)
+
+
+def test_predict_raw_sentences_from_stdin(trained):
+    text = "<subj>John Smith</subj> works for <obj>Acme Corp</obj> .\n<subj>Mary</subj> was born in <obj>Paris</obj> .\n"
+    proc = tacred("predict", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--sentences", "-",
+                  "--output", "jsonl", stdin=text)
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["subject"], r["object"]) for r in rows] == [("John Smith", "Acme Corp"), ("Mary", "Paris")]
+    bad = tacred("predict", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--sentences", "-",
+                 stdin="no markers here\n", check=False)
+    assert bad.returncode == 2 and "line 1" in bad.stderr
+
+
+def test_same_seed_same_metrics(demo_data, tmp_path):
+    fit(demo_data, tmp_path / "a", "--trainer.max_epochs", "1")
+    fit(demo_data, tmp_path / "b", "--trainer.max_epochs", "1")
+    strip = lambda rows: [{k: v for k, v in r.items()} for r in rows]  # noqa: E731
+    assert strip(val_rows(tmp_path / "a")) == strip(val_rows(tmp_path / "b"))
+
+
+def test_the_same_command_resumes_from_last_ckpt(demo_data, tmp_path):
+    run = tmp_path / "run"
+    fit(demo_data, run, "--trainer.max_epochs", "1")
+    proc = fit(demo_data, run, "--trainer.max_epochs", "2")
+    assert "resuming from" in proc.stderr
+    assert [int(r["epoch"]) for r in val_rows(run)] == [0, 1]
+
+
+def test_a_corrupt_checkpoint_is_a_clear_error(trained, tmp_path):
+    broken = tmp_path / "broken.ckpt"
+    broken.write_bytes((trained / "checkpoints" / "last.ckpt").read_bytes()[:1000])
+    proc = tacred("test", "--ckpt_path", str(broken), check=False)
+    assert proc.returncode == 2 and "corrupt" in proc.stderr and str(broken) in proc.stderr
+    missing = tacred("test", "--ckpt_path", str(tmp_path / "nothere.ckpt"), check=False)
+    assert missing.returncode == 2 and "nothere.ckpt" in missing.stderr
+
+
+def test_print_config_shows_the_paper_hyperparameters():
+    proc = tacred("fit", "--config", "configs/tacred.yaml", "--print_config")
+    for line in ("num_heads: 3", "ffn_dim: 130", "dropout: 0.4", "attention_dropout: 0.1", "lr: 0.1",
+                 "batch_size: 50", "max_epochs: 60", "norm: batch", "activation: rrelu"):
+        assert line in proc.stdout, line

@@ -1,0 +1,158 @@
+"""The network: shapes, padding invariance, efficient relative scores vs a naive reference, block structure."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tacred.data.batching import Batch
+from tacred.models.attention.core import AttentionInputs
+from tacred.models.attention.relative import RelativePositionScores
+from tacred.models.config import NetworkConfig
+from tacred.models.encoder import EncoderLayer, MaskedBatchNorm
+from tacred.models.network import RelationNetwork
+
+SMALL = dict(word_dim=24, pos_dim=6, ner_dim=6, position_dim=5, num_heads=3, ffn_dim=13, attention_dim=11,
+             lstm_hidden=10, max_relative_distance=8)
+
+
+def random_batch(lengths: list[int], seed: int = 0) -> Batch:
+    g = torch.Generator().manual_seed(seed)
+    b, t = len(lengths), max(lengths)
+    pad = torch.arange(t)[None, :] >= torch.tensor(lengths)[:, None]
+    def ids(high: int) -> torch.Tensor:
+        return torch.randint(2, high, (b, t), generator=g).masked_fill(pad, 0)
+    positions = torch.randint(-5, 6, (b, t), generator=g).masked_fill(pad, 0)
+    return Batch(words=ids(50), pos=ids(9), ner=ids(7), subj_positions=positions, obj_positions=torch.randint(-5, 6, (b, t), generator=g).masked_fill(pad, 0),
+                 pad_mask=pad, labels=torch.randint(0, 4, (b,), generator=g), index=torch.arange(b))
+
+
+def padded(batch: Batch, extra: int) -> Batch:
+    """The same batch with ``extra`` more padding columns."""
+    def pad(name: str, v: torch.Tensor) -> torch.Tensor:
+        if v.dim() != 2:
+            return v
+        fill = torch.ones if name == "pad_mask" else torch.zeros
+        return torch.cat([v, fill(v.shape[0], extra, dtype=v.dtype)], dim=1)
+    return Batch(**{k: pad(k, v) for k, v in vars(batch).items()})
+
+
+def make_net(**overrides) -> RelationNetwork:
+    torch.manual_seed(0)
+    return RelationNetwork(NetworkConfig(**{**SMALL, **overrides}), num_words=50, num_pos=9, num_ner=7, num_labels=4)
+
+
+@pytest.mark.parametrize("encoder", ["self_attention", "lstm", "lstm_self_attention"])
+def test_output_shapes(encoder):
+    net = make_net(encoder=encoder).eval()
+    out = net(random_batch([5, 3, 7]))
+    assert out.logits.shape == (3, 4)
+    assert out.position_attention.shape == (3, 7)
+    if encoder != "lstm":
+        assert [w.shape for w in out.self_attention] == [(3, 3, 7, 7)]
+        assert torch.allclose(out.self_attention[0].sum(-1), torch.ones(3, 3, 7))
+
+
+@pytest.mark.parametrize("encoder", ["self_attention", "lstm", "lstm_self_attention"])
+@pytest.mark.parametrize("training", [False, True])
+def test_padding_does_not_change_outputs_at_real_tokens(encoder, training):
+    net = make_net(encoder=encoder, dropout=0.0, attention_dropout=0.0, word_dropout=0.0, activation="relu")
+    net.train(training)
+    short = random_batch([5, 3, 7])
+    long = padded(short, 6)
+    a, b = net(short), net(long)
+    torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(a.position_attention, b.position_attention[:, :7], atol=1e-6, rtol=1e-5)
+    assert torch.all(b.position_attention[:, 7:] == 0)
+    for wa, wb in zip(a.self_attention, b.self_attention, strict=True):
+        torch.testing.assert_close(wa, wb[:, :, :7, :7], atol=1e-6, rtol=1e-5)
+        assert torch.all(wb[..., 7:] == 0), "attention weight on padding keys"
+
+
+def naive_relative_scores(module: RelativePositionScores, inputs: AttentionInputs) -> torch.Tensor:
+    """The per-query reference: build M_i (T, Dh) of m_{j-i} for every query i and take r_i · M_i^T."""
+    b, t, _ = inputs.x.shape
+    h, dh, k = module.num_heads, module.head_dim, module.max_distance
+    r = inputs.q if module.r is None else module.r(inputs.x).view(b, t, h, dh).transpose(1, 2)
+    out = torch.empty(b, h, t, t)
+    for i in range(t):
+        m_i = torch.stack([module.m[:, max(-k, min(k, j - i)) + k] for j in range(t)], dim=1)  # (H, T, Dh)
+        out[:, :, i, :] = torch.einsum("bhd,hjd->bhj", r[:, :, i, :], m_i) / math.sqrt(dh)
+    return out
+
+
+@pytest.mark.parametrize("query", ["separate", "shared"])
+@pytest.mark.parametrize("length", [1, 5, 12])
+def test_efficient_relative_scores_equal_the_naive_reference(query, length):
+    torch.manual_seed(1)
+    module = RelativePositionScores(d_model=12, num_heads=3, max_distance=4, query=query)
+    torch.nn.init.normal_(module.m)
+    x = torch.randn(2, length, 12)
+    q = torch.randn(2, 3, length, 4)
+    inputs = AttentionInputs(x=x, q=q, k=q, v=q, pad_mask=torch.zeros(2, length, dtype=torch.bool))
+    torch.testing.assert_close(module(inputs), naive_relative_scores(module, inputs), atol=1e-5, rtol=1e-5)
+
+
+def test_relative_scores_use_no_per_pair_vectors():
+    """Memory stays O(T^2 H): the largest intermediate is (B, H, T, 2T-1), never (B, H, T, T, Dh)."""
+    module = RelativePositionScores(d_model=12, num_heads=3, max_distance=64)
+    x = torch.randn(2, 40, 12, requires_grad=True)
+    inputs = AttentionInputs(x=x, q=x.view(2, 40, 3, 4).transpose(1, 2), k=x, v=x, pad_mask=torch.zeros(2, 40, dtype=torch.bool))
+    sizes = []
+    def record(_mod, _inp, out):
+        sizes.append(out.numel())
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: sizes.append(t.numel()) or t, lambda t: t):
+        module(inputs).sum().backward()
+    assert max(sizes) <= 2 * 3 * 40 * 79, max(sizes)
+
+
+def test_single_residual_goes_from_block_input_to_last_norm():
+    """With the attention and feed-forward outputs forced to zero, the block reduces to norm2(x)."""
+    cfg = NetworkConfig(**{**SMALL, "dropout": 0.0})
+    layer = EncoderLayer(12, cfg).eval()
+    for lin in (layer.attention.output, layer.ffn.outer):
+        torch.nn.init.zeros_(lin.weight)
+        torch.nn.init.zeros_(lin.bias)
+    x = torch.randn(2, 5, 12)
+    mask = torch.zeros(2, 5, dtype=torch.bool)
+    out, _ = layer(x, mask)
+    torch.testing.assert_close(out, layer.norm2(x, mask))
+    assert isinstance(layer.norm1, MaskedBatchNorm) and isinstance(layer.norm2, MaskedBatchNorm)
+    double = EncoderLayer(12, NetworkConfig(**{**SMALL, "dropout": 0.0, "residual": "double"})).eval()
+    double.load_state_dict(layer.state_dict())
+    out2, _ = double(x, mask)
+    torch.testing.assert_close(out2, double.norm2(double.norm1(x, mask), mask))
+
+
+def test_masked_batch_norm_ignores_padding_in_its_statistics():
+    norm = MaskedBatchNorm(4).train()
+    x = torch.randn(2, 3, 4)
+    mask = torch.tensor([[False, False, True], [False, True, True]])
+    x_pad = x.clone()
+    x_pad[mask] = 1000.0
+    torch.testing.assert_close(norm(x, mask), norm(x_pad, mask))
+
+
+def test_position_aware_attention_starts_uniform():
+    net = make_net().eval()
+    out = net(random_batch([4, 2]))
+    expected = torch.tensor([[0.25] * 4, [0.5, 0.5, 0, 0]])
+    torch.testing.assert_close(out.position_attention, expected)
+
+
+def test_no_pa_variant_classifies_the_summary():
+    net = make_net(position_aware=False)
+    assert net.position_aware is None and net.positions is None
+    assert net(random_batch([3, 2])).logits.shape == (2, 4)
+
+
+def test_word_dropout_only_in_training():
+    net = make_net(word_dropout=1.0, dropout=0.0, attention_dropout=0.0, activation="relu")
+    batch = random_batch([4, 4])
+    unk = Batch(**{**vars(batch), "words": torch.ones_like(batch.words)})
+    net.train()
+    torch.testing.assert_close(net(batch).logits, net(unk).logits)
+    net.eval()
+    assert not torch.allclose(net(batch).logits, net(unk).logits)
