@@ -40,7 +40,15 @@ def _tools_help() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # `tacred score ... | head`: the reader went away; exit quietly like other Unix tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _dispatch(argv: list[str]) -> int:
     os.environ.setdefault("WANDB_MODE", "offline")
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE.format(tools=_tools_help()))

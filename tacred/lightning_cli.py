@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,10 @@ from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
-from tacred.checkpoints import LastCheckpoint, check_checkpoint
+from tacred.checkpoints import LastCheckpoint, check_checkpoint, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.models.module import RelationExtractor
+from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +28,13 @@ class ConfigInCheckpoint(SaveConfigCallback):
         if stage == "fit":
             super().setup(trainer, pl_module, stage)
 
+    given_logger: Any = None  # trainer.logger as the user gave it (set by TacredCLI)
+
     def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
-        checkpoint["tacred_config"] = self.parser.dump(self.config, skip_none=False)
+        # the logger as given, not as filled in for this command: `tacred test` fills in its own folders
+        config = self.config.clone()
+        config.trainer.logger = self.given_logger
+        checkpoint["tacred_config"] = self.parser.dump(config, skip_none=False)
 
 
 class TacredCLI(LightningCLI):
@@ -42,6 +50,8 @@ class TacredCLI(LightningCLI):
                             help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")
         parser.add_argument("--resume", type=str, default="auto",
                             help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; 'never'.")
+        parser.add_argument("--num_threads", type=int | None, default=None,
+                            help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults({
             "checkpoint.monitor": "val/f1", "checkpoint.mode": "max", "checkpoint.save_last": False,
@@ -54,20 +64,29 @@ class TacredCLI(LightningCLI):
         parser.link_arguments("seed_everything", "data.seed")
 
     def before_instantiate_classes(self) -> None:
-        cfg = self.config[self.subcommand]
-        run_dir = Path(cfg.run_dir or cfg.trainer.default_root_dir or "runs/default")
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
+        if cfg.num_threads:
+            import torch
+
+            torch.set_num_threads(cfg.num_threads)
+        # environment variables are expanded: a W&B sweep runs each trial in e.g. runs/sweep/$WANDB_RUN_ID
+        run_dir = Path(os.path.expandvars(cfg.run_dir or cfg.trainer.default_root_dir or "runs/default"))
         cfg.run_dir = str(run_dir)
         cfg.trainer.default_root_dir = str(run_dir)
         if cfg.checkpoint.dirpath is None:
             cfg.checkpoint.dirpath = str(run_dir / "checkpoints")
+        self._given_logger = copy.deepcopy(cfg.trainer.logger)
+        checkpoint: dict[str, Any] | None = None  # the checkpoint this command starts from, if any
         if cfg.trainer.logger in (None, True):
             # fit: metrics.csv straight in the run folder, extended when a run resumes; test etc.: a subfolder
             version = "" if self.subcommand == "fit" else self.subcommand
             cfg.trainer.logger = Namespace(class_path="tacred.loggers.ResumableCSVLogger",
                                            init_args=Namespace(save_dir=str(run_dir), name="", version=version))
+        else:
+            fill_logger_defaults(cfg.trainer.logger, run_dir, self.subcommand)
         if self.subcommand in ("validate", "test", "predict"):
             if cfg.ckpt_path:
-                check_checkpoint(cfg.ckpt_path)
+                checkpoint = read_checkpoint(cfg.ckpt_path)
                 if not cfg.data.vocab_path:
                     cfg.data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
             if cfg.model.output_dir is None:
@@ -75,11 +94,27 @@ class TacredCLI(LightningCLI):
         if self.subcommand == "fit" and cfg.ckpt_path is None and cfg.resume == "auto":
             last = Path(cfg.checkpoint.dirpath) / "last.ckpt"
             if last.exists():
-                check_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
+                checkpoint = read_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
                 log.info("resuming from %s", last)
                 cfg.ckpt_path = str(last)
+        elif self.subcommand == "fit" and cfg.ckpt_path and Path(cfg.ckpt_path).is_file():
+            checkpoint = read_checkpoint(cfg.ckpt_path)
+        resume_wandb_run(cfg.trainer.logger, checkpoint)
+
+    def _parse_ckpt_path(self) -> None:
+        # Lightning reads --ckpt_path's hyperparameters here, first: a missing or corrupt file must be a clear error
+        subcommand = self.config.get("subcommand")
+        ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
+        if ckpt_path and ckpt_path not in ("last", "best", "hpc") and not str(ckpt_path).startswith("registry"):
+            check_checkpoint(ckpt_path)
+        super()._parse_ckpt_path()
 
     def after_instantiate_classes(self) -> None:
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, ConfigInCheckpoint):
+                callback.given_logger = self._given_logger
+        if wandb_loggers(self.trainer.loggers):
+            self.trainer.callbacks.append(WandbTracking())
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
         if self.subcommand == "fit" and self.trainer.logger is not None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from tacred.scoring import format_report, score
+from tacred.scoring import format_report, format_semeval_report, score, semeval_macro_f1
 from tacred.threshold import apply_threshold, format_comparison, micro_scores
 
 
@@ -36,6 +36,12 @@ def _ordered(module: Any, split: str, index: torch.Tensor, probs: torch.Tensor) 
 def decisions(module: Any, probs: torch.Tensor) -> torch.Tensor:
     """Predicted label ids (N,): the argmax, or the model's no-relation threshold when it has one."""
     return apply_threshold(probs, module.vocab.no_relation_id, getattr(module, "no_relation_threshold", None))
+
+
+def is_semeval_label_set(labels: list[str], no_relation: str) -> bool:
+    """SemEval-2010 Task 8 style labels (``Type(e1,e2)``): the official macro-F1 is reported as well."""
+    directed = [lab for lab in labels if lab != no_relation]
+    return bool(directed) and all(lab.endswith(("(e1,e2)", "(e2,e1)")) for lab in directed)
 
 
 def output_dir(module: Any) -> Path:
@@ -67,8 +73,15 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
         untuned = micro_scores(probs.argmax(dim=-1).numpy(), data.labels, nr)
         report += "\n\n" + format_comparison(threshold, untuned, micro_scores(best, data.labels, nr), "test")
         metrics.update(no_relation_threshold=threshold, untuned=vars(untuned))
+    if is_semeval_label_set(labels, module.vocab.no_relation):
+        official = semeval_macro_f1(gold, pred, other=module.vocab.no_relation)
+        report += "\n\n" + format_semeval_report(official)
+        metrics["semeval"] = official.to_dict()
     (out / "test_score.txt").write_text(report + "\n", encoding="utf-8")
     (out / "test_metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    from tacred.tracking import log_test_results
+
+    log_test_results(module.loggers, result, gold, pred, labels)  # W&B table and confusion matrix, if logging there
     print(report)
     print(f"predictions: {out / 'test_predictions.jsonl'}\nreport: {out / 'test_score.txt'}")
 

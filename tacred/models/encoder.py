@@ -14,6 +14,7 @@ from torch import nn
 
 from tacred.models.attention import MultiHeadSelfAttention
 from tacred.models.config import NetworkConfig
+from tacred.models.dropout import Dropout
 
 
 class MaskedBatchNorm(nn.Module):
@@ -69,7 +70,7 @@ class EncoderLayer(nn.Module):
         self.ffn = PositionwiseFeedForward(d_model, cfg.ffn_dim, cfg.activation)
         self.norm1 = make_norm(cfg.norm, d_model)
         self.norm2 = make_norm(cfg.norm, d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.double_residual = cfg.residual == "double"
 
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -35,6 +35,7 @@ class RelationExtractor(L.LightningModule):
         output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
         no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.threshold`
             (a number, or a ``threshold.json`` from ``tacred threshold tune``); None: the plain argmax.
+            Not saved in checkpoints: pass it when testing or predicting.
     """
 
     def __init__(
@@ -58,10 +59,11 @@ class RelationExtractor(L.LightningModule):
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
-        self.save_hyperparameters(ignore=["vocab", "word_vectors", "network"])
+        # the threshold is a test/predict-time choice (from `tacred threshold tune`), kept out of checkpoints:
+        # Lightning re-applies a checkpoint's hyperparameters over the command line on `tacred test --ckpt_path`
+        self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold"])
         self.hparams["network"] = network.to_dict()
         self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
-        self.hparams["no_relation_threshold"] = self.no_relation_threshold  # the number, not a path that may move
         self.vocab = vocab
         self.network_config = network
         self.net = RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
@@ -99,7 +101,7 @@ class RelationExtractor(L.LightningModule):
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         logits = self(batch).logits
         loss = F.cross_entropy(logits, batch.labels, weight=self.class_weights)
-        self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), prog_bar=True)
+        self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), prog_bar=True, sync_dist=True)
         return loss
 
     def _eval_step(self, batch: Batch, stage: str) -> torch.Tensor:
@@ -137,7 +139,9 @@ class RelationExtractor(L.LightningModule):
         result = self.scores[stage].compute()
         self.scores[stage].reset()
         values = {k: float(v) for k, v in result.items()}
-        self.log_dict({f"{stage}/{k}": v for k, v in values.items()}, sync_dist=False)
+        # compute() already summed the counts over all processes, so every rank holds the same values: "max"
+        # keeps them exact (a mean over ranks could round) and silences Lightning's missing-sync warning
+        self.log_dict({f"{stage}/{k}": v for k, v in values.items()}, sync_dist=True, reduce_fx="max")
         return values
 
     def on_validation_epoch_end(self) -> None:

@@ -10,6 +10,7 @@ from torch import nn
 from tacred.constants import PAD_ID, UNK_ID
 from tacred.data.batching import Batch
 from tacred.models.config import NetworkConfig
+from tacred.models.dropout import Dropout
 from tacred.models.encoder import SelfAttentionEncoder, sinusoidal_encoding
 from tacred.models.position_aware import PositionAwareAttention
 
@@ -102,8 +103,8 @@ class RelationNetwork(nn.Module):
         self.cfg = cfg
         self.embed = InputEmbeddings(cfg, num_words, num_pos, num_ner, word_vectors)
         d = self.embed.dim
-        self.input_dropout = nn.Dropout(cfg.dropout)
-        self.output_dropout = nn.Dropout(cfg.dropout)
+        self.input_dropout = Dropout(cfg.dropout)
+        self.output_dropout = Dropout(cfg.dropout)
         uses_attention = cfg.encoder in ("self_attention", "lstm_self_attention")
         self.self_attention = SelfAttentionEncoder(d, cfg) if uses_attention else None
         self.lstm = LstmEncoder(d, cfg) if cfg.encoder in ("lstm", "lstm_self_attention") else None

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from tacred.models.dropout import Dropout
+
 
 @dataclass
 class AttentionInputs:
@@ -48,7 +50,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.key = nn.Linear(d_model, d_model)
         self.value = nn.Linear(d_model, d_model)
         self.output = nn.Linear(d_model, d_model)
-        self.dropout = nn.Dropout(attention_dropout)
+        self.dropout = Dropout(attention_dropout)
         self.biases = nn.ModuleList(biases or [])
         self.values = values
         self.temperature = temperature

@@ -17,7 +17,7 @@ def _check_size(max_positions: int) -> None:
 
 
 class AbsolutePositionScalars(nn.Module):
-    """SAN+P: one scalar per head and (query position, key position): bias[h, i, j] = A^p[h, min(i, t−1), min(j, t−1)]."""
+    """SAN+P: one scalar per head and (query, key) position: bias[h, i, j] = A^p[h, min(i, t−1), min(j, t−1)]."""
 
     def __init__(self, num_heads: int, max_positions: int) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""Relative position representations of Shaw et al. (2018): e_ij = q_i·(k_j + a^K_ij)/√Dh, z_i = Σ_j α_ij (v_j + a^V_ij).
+"""Shaw et al.'s (2018) relative positions: e_ij = q_i·(k_j + a^K_ij)/√Dh, z_i = Σ_j α_ij (v_j + a^V_ij).
 
 a_ij = w_clip(j−i, k): 2k+1 vectors of size Dh each for keys and values, shared by all heads; zero at the start.
 """

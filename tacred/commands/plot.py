@@ -1,0 +1,177 @@
+"""``tacred plot KIND``: PNG figures from a checkpoint and a data split, or from stored results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "Draw attention heatmaps, confusion matrices, per-relation scores, training curves or PR curves as PNG."
+KINDS = ("attention", "confusion", "relations", "curves", "pr")
+
+
+def _model_source(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("--ckpt_path", required=required, metavar="CKPT", help="a checkpoint written by tacred fit")
+    p.add_argument("--split", default="dev", choices=("train", "dev", "test"), help="split to run (default: dev)")
+    p.add_argument("--file", default=None, metavar="JSON", help="a TACRED JSON/JSONL file instead of --split")
+    p.add_argument("--data_dir", default=None, metavar="DIR", help="folder of the split files (default: the run's)")
+
+
+def _threshold(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", default=None, metavar="T|FILE",
+                   help="no-relation threshold (a number or threshold.json); default: the argmax")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tacred plot", description=HELP)
+    sub = parser.add_subparsers(dest="kind", required=True, metavar="{" + ",".join(KINDS) + "}")
+    att = sub.add_parser("attention", help="self-attention per head and position-aware weights over one sentence")
+    _model_source(att, required=True)
+    which = att.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", default=None, help="the example's id")
+    which.add_argument("--index", type=int, default=None, help="the example's position in the split (0-based)")
+    att.add_argument("--layer", type=int, nargs="+", default=None, help="1-based layers to draw (default: all)")
+    for name, text in (("confusion", "row-normalised confusion matrix of the relations"),
+                       ("relations", "per-relation precision/recall/F1 bars (official scorer)")):
+        p = sub.add_parser(name, help=text)
+        _model_source(p, required=False)
+        _threshold(p)
+        p.add_argument("--predictions", default=None, metavar="JSONL",
+                       help="stored predictions (test_predictions.jsonl: id, relation, gold) instead of a checkpoint")
+        p.add_argument("--gold", default=None, metavar="FILE", help="gold labels when --predictions has no 'gold'")
+        if name == "relations":
+            p.add_argument("--scores", default=None, metavar="JSON", help="stored scores (test_metrics.json)")
+    cur = sub.add_parser("curves", help="train loss, dev F1 and learning rate per epoch from metrics.csv")
+    cur.add_argument("--run_dir", default=None, metavar="RUN", help="a run folder holding metrics.csv")
+    cur.add_argument("--metrics", default=None, metavar="CSV", help="a metrics.csv file")
+    cur.add_argument("--ckpt_path", default=None, metavar="CKPT", help="a checkpoint; its run folder's metrics.csv")
+    pr = sub.add_parser("pr", help="precision-recall curve of the no-relation threshold, argmax point marked")
+    _model_source(pr, required=True)
+    _threshold(pr)
+    for p in sub.choices.values():
+        p.add_argument("--output", "-o", default=None, metavar="PNG", help="where to write (default: RUN/plots/...)")
+        p.add_argument("--dpi", type=int, default=100, help="resolution (default: 100)")
+    return parser
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80] or "example"
+
+
+def _predictions_from_file(path: str, gold_path: str | None) -> tuple[list[str], list[str]]:
+    from tacred.scoring import LabelFileError, read_aligned
+
+    if gold_path is not None:
+        return read_aligned(gold_path, path)
+    gold, pred = [], []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise LabelFileError(f"{path}: line {number}: invalid JSON: {err.msg}") from None
+        if not isinstance(row, dict) or not isinstance(row.get("relation"), str) or not isinstance(row.get("gold"), str):
+            raise LabelFileError(f"{path}: line {number}: needs string 'relation' and 'gold' fields "
+                                 f"(or pass --gold with the gold file)")
+        gold.append(row["gold"])
+        pred.append(row["relation"])
+    if not gold:
+        raise LabelFileError(f"{path}: no predictions found")
+    return gold, pred
+
+
+def _score_from_json(path: str) -> Any:
+    from tacred.scoring import RelationScore, Score
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        rows = tuple(RelationScore(name, **{k: row[k] for k in ("precision", "recall", "f1", "gold", "guessed", "correct")})
+                     for name, row in sorted(data["relations"].items()))
+        return Score(float(data["precision"]), float(data["recall"]), float(data["f1"]), rows)
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{path}: not a score file written by tacred test (test_metrics.json): {err!r}") from None
+
+
+def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
+    from tacred.inspection import load_split, predict_split, run_folder
+
+    model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
+    name = Path(args.file).stem if args.file else args.split
+    return model, data, predict_split(model, data, source), run_folder(args.ckpt_path) / "plots", name
+
+
+def draw(args: argparse.Namespace) -> tuple[Any, Path]:
+    """Build the requested figure; return it with its default output path."""
+    from tacred import inspection, plots
+    from tacred.threshold import load_threshold, micro_scores, sweep
+
+    threshold = load_threshold(args.threshold) if getattr(args, "threshold", None) is not None else None
+    if args.kind == "attention":
+        model, data, source = inspection.load_split(args.ckpt_path, args.split, args.data_dir, args.file)
+        index = inspection.find_example(data, source, args.id, args.index)
+        view = inspection.attention_view(model, data, index)
+        layers = None if args.layer is None else [n - 1 for n in args.layer]
+        name = Path(args.file).stem if args.file else args.split
+        out = inspection.run_folder(args.ckpt_path) / "plots" / f"attention_{name}_{_safe(view.id)}.png"
+        return plots.attention_figure(view, layers), out
+    if args.kind == "curves":
+        given = [x for x in (args.run_dir, args.metrics, args.ckpt_path) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of --run_dir, --metrics or --ckpt_path")
+        source = Path(args.metrics) if args.metrics else (
+            Path(args.run_dir) if args.run_dir else inspection.run_folder(args.ckpt_path))
+        curves = inspection.read_training_curves(source)
+        folder = source.parent if source.suffix == ".csv" else source
+        return plots.training_curves_figure(curves, f"Training curves: {folder}"), folder / "plots" / "curves.png"
+    if args.kind == "pr":
+        _, _, result, folder, name = _run_model(args)
+        curve = sweep(result.probs, result.gold, result.no_relation_id)
+        default = micro_scores(result.predicted(), result.gold, result.no_relation_id)
+        stored = Path(args.ckpt_path).parent / "threshold.json"  # what `tacred threshold tune` wrote, if anything
+        threshold = threshold if threshold is not None else (load_threshold(stored) if stored.is_file() else None)
+        tuned = None
+        if threshold is not None:
+            tuned = (threshold, micro_scores(result.predicted(threshold), result.gold, result.no_relation_id))
+        return plots.precision_recall_figure(curve, default, tuned, f"No-relation threshold on {name}"), folder / f"pr_{name}.png"
+    # confusion / relations: from a checkpoint, stored predictions or (relations) stored scores
+    sources = [x for x in (args.ckpt_path, args.predictions, getattr(args, "scores", None)) if x is not None]
+    if len(sources) != 1:
+        options = "--ckpt_path, --predictions" + (" or --scores" if args.kind == "relations" else "")
+        raise ValueError(f"give exactly one of {options}")
+    if args.kind == "relations" and args.scores is not None:
+        scores = Path(args.scores)
+        return plots.relation_scores_figure(_score_from_json(args.scores)), scores.parent / "plots" / f"relations_{scores.stem}.png"
+    if args.predictions is not None:
+        if threshold is not None:
+            raise ValueError("--threshold needs --ckpt_path (stored predictions hold no probabilities)")
+        gold, pred = _predictions_from_file(args.predictions, args.gold)
+        folder, name, no_relation = Path(args.predictions).parent / "plots", Path(args.predictions).stem, "no_relation"
+    else:
+        _, _, result, folder, name = _run_model(args)
+        gold, pred = result.names(result.gold), result.names(result.predicted(threshold))
+        no_relation = result.labels[result.no_relation_id]
+    if args.kind == "confusion":
+        return plots.confusion_figure(gold, pred, no_relation), folder / f"confusion_{name}.png"
+    from tacred.scoring import score
+
+    return plots.relation_scores_figure(score(gold, pred, no_relation)), folder / f"relations_{name}.png"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.checkpoints import CheckpointError
+    from tacred.data.batching import LabelError
+    from tacred.plots import save_figure
+
+    try:
+        fig, default = draw(args)
+        path = save_figure(fig, args.output or default, dpi=args.dpi)
+    except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
+        print(f"tacred plot {args.kind}: error: {err}", file=sys.stderr)
+        return 2
+    print(f"{args.kind}: {path}")
+    return 0

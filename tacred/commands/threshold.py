@@ -1,0 +1,98 @@
+"""``tacred threshold``: tune the no-relation threshold of a checkpoint on dev, or apply one to a split."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HELP = "Tune a no-relation threshold on dev (threshold.json) or apply one to a split and score it."
+
+
+def _source(p: argparse.ArgumentParser, split: str) -> None:
+    p.add_argument("--ckpt_path", required=True, metavar="CKPT", help="a checkpoint written by tacred fit")
+    p.add_argument("--split", default=split, choices=("train", "dev", "test"), help=f"split to use (default: {split})")
+    p.add_argument("--file", default=None, metavar="JSON", help="a TACRED JSON/JSONL file instead of --split")
+    p.add_argument("--data_dir", default=None, metavar="DIR", help="folder of the split files (default: the run's)")
+    p.add_argument("--batch_size", type=int, default=100, help="examples per forward pass (default: 100)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tacred threshold", description=HELP,
+        epilog="Rule: predict the best relation r* iff log p(r*) > log p(no_relation) + T, else no_relation. "
+               "T = 0 is the plain argmax; T > 0 favours precision, T < 0 recall.")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{tune,apply}")
+    tune = sub.add_parser("tune", help="choose T maximising F1 (or recall at a target precision) on dev")
+    _source(tune, "dev")
+    tune.add_argument("--target-precision", "--target_precision", dest="target_precision", type=float, default=None,
+                      metavar="P", help="maximise recall subject to precision >= P (0 < P <= 1) instead of F1")
+    tune.add_argument("--output", "-o", default=None, metavar="JSON",
+                      help="where to write (default: threshold.json next to the checkpoint)")
+    apply = sub.add_parser("apply", help="score a split with a threshold and write thresholded predictions")
+    _source(apply, "test")
+    apply.add_argument("--threshold", default=None, metavar="T|FILE",
+                       help="a number or a threshold.json (default: threshold.json next to the checkpoint)")
+    apply.add_argument("--output", "-o", default=None, metavar="JSONL",
+                       help="predictions file (default: RUN/<split>_predictions_thresholded.jsonl)")
+    return parser
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from tacred.inspection import load_split, predict_split
+    from tacred.threshold import format_comparison, tune_threshold
+
+    model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
+    result = predict_split(model, data, source, args.batch_size)
+    tuned = tune_threshold(result.probs, result.gold, result.no_relation_id, args.target_precision)
+    out = Path(args.output) if args.output else Path(args.ckpt_path).parent / "threshold.json"
+    tuned.save(out, checkpoint=str(Path(args.ckpt_path).resolve()), data=source)
+    name = Path(args.file).name if args.file else args.split
+    goal = f"recall at precision >= {args.target_precision:.2%}" if args.target_precision else "F1"
+    print(f"tuned for {goal} on {source}, {tuned.examples} examples")
+    print(format_comparison(tuned.threshold, tuned.untuned, tuned.tuned, name))
+    print(f"{name} F1 before: {tuned.untuned.f1:.3%}  after: {tuned.tuned.f1:.3%}")
+    print(f"threshold: {out}\nuse it: tacred test --ckpt_path {args.ckpt_path} --model.no_relation_threshold {out}")
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from tacred.inspection import load_split, predict_split, run_folder
+    from tacred.scoring import format_report
+    from tacred.threshold import format_comparison, load_threshold, micro_scores
+
+    given = args.threshold if args.threshold is not None else Path(args.ckpt_path).parent / "threshold.json"
+    if args.threshold is None and not Path(given).is_file():
+        raise FileNotFoundError(f"no --threshold given and no {given} (run `tacred threshold tune` first)")
+    threshold = load_threshold(given)
+    model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
+    result = predict_split(model, data, source, args.batch_size)
+    pred = result.predicted(threshold)
+    name = Path(args.file).stem if args.file else args.split
+    out = Path(args.output) if args.output else run_folder(args.ckpt_path) / f"{name}_predictions_thresholded.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+        for i, ex in enumerate(result.examples):
+            f.write(json.dumps({"id": ex.id, "relation": result.labels[pred[i]], "gold": result.labels[result.gold[i]],
+                                "probability": round(float(result.probs[i, pred[i]]), 6)}) + "\n")
+    print(format_report(result.score(threshold)))
+    untuned = micro_scores(result.predicted(), result.gold, result.no_relation_id)
+    print(format_comparison(threshold, untuned, micro_scores(pred, result.gold, result.no_relation_id), name))
+    print(f"predictions: {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.checkpoints import CheckpointError
+    from tacred.data.batching import LabelError
+
+    if args.batch_size < 1:
+        print(f"tacred threshold {args.action}: error: --batch_size must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return _tune(args) if args.action == "tune" else _apply(args)
+    except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
+        print(f"tacred threshold {args.action}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,252 @@
+"""Run a trained checkpoint over a split and collect what people look at: per-example probabilities,
+self-attention weights per layer and head, the position-aware layer's weights, and the training curves.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tacred.data.batching import BucketBatchSampler, EncodedSplit
+from tacred.data.examples import Example
+from tacred.models.module import RelationExtractor
+from tacred.scoring import Score, score
+from tacred.threshold import apply_threshold
+
+
+class InspectionError(ValueError):
+    """An example, split or file that cannot be inspected; the message names it and says why."""
+
+
+def run_folder(ckpt_path: str | Path) -> Path:
+    """The run folder of a checkpoint (``RUN/checkpoints/best.ckpt`` → ``RUN``)."""
+    parent = Path(ckpt_path).resolve().parent
+    return parent.parent if parent.name == "checkpoints" else parent
+
+
+def datamodule_for(ckpt_path: str | Path, data_dir: str | None = None, file: str | None = None) -> Any:
+    """The checkpoint's data module (its saved data options and its own vocabularies); ``data_dir`` moves the
+    split files, ``file`` becomes the ``predict`` split."""
+    from tacred.checkpoints import read_checkpoint
+    from tacred.data.datamodule import TacredDataModule
+
+    saved = dict(read_checkpoint(ckpt_path).get("datamodule_hyper_parameters") or {})
+    saved.update(vocab_path=str(ckpt_path), glove_path=None)
+    if data_dir is not None:
+        saved["data_dir"] = data_dir
+    if file is not None:
+        saved["predict_file"] = str(Path(file).resolve())
+    return TacredDataModule(**saved)
+
+
+def load_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | None = None,
+               file: str | None = None) -> tuple[RelationExtractor, EncodedSplit, str]:
+    """Model, encoded split and a description of its source; ``file`` overrides ``split``."""
+    split = "predict" if file is not None else split
+    if split not in ("train", "dev", "test", "predict"):
+        raise InspectionError(f"unknown split {split!r}: expected train, dev, test (or a file)")
+    dm = datamodule_for(ckpt_path, data_dir, file)
+    path = dm.path(split)
+    if not path.is_file():
+        raise FileNotFoundError(f"{split} data of {ckpt_path} not found: {path} (pass --data_dir or --file)")
+    model = RelationExtractor.from_checkpoint(ckpt_path)
+    return model, dm.encoded(split), f"{split} ({path})"
+
+
+@dataclass
+class SplitPredictions:
+    """A model's probabilities over one split, with the examples and label names to read them."""
+
+    source: str
+    examples: list[Example]
+    labels: list[str]
+    no_relation_id: int
+    gold: np.ndarray  # (N,) label ids
+    probs: np.ndarray  # (N, L)
+
+    @property
+    def ids(self) -> list[str]:
+        return [ex.id for ex in self.examples]
+
+    def predicted(self, threshold: float | None = None) -> np.ndarray:
+        """Predicted label ids (N,): the argmax, or the no-relation rule of :mod:`tacred.threshold`."""
+        return apply_threshold(self.probs, self.no_relation_id, threshold).numpy()
+
+    def names(self, ids: Sequence[int] | np.ndarray) -> list[str]:
+        return [self.labels[i] for i in ids]
+
+    def score(self, threshold: float | None = None) -> Score:
+        """The official scorer's result (per relation and micro)."""
+        return score(self.names(self.gold), self.names(self.predicted(threshold)), self.labels[self.no_relation_id])
+
+    def hardest(self, n: int = 10, threshold: float | None = None) -> list[dict[str, Any]]:
+        """The ``n`` most confident errors: wrong predictions ranked by the probability of the predicted label."""
+        pred = self.predicted(threshold)
+        wrong = np.flatnonzero(pred != self.gold)
+        confidence = self.probs[wrong, pred[wrong]]
+        rows = []
+        for i in wrong[np.argsort(-confidence, kind="stable")][:n]:
+            rows.append({"index": int(i), "id": self.examples[i].id, "gold": self.labels[self.gold[i]],
+                         "predicted": self.labels[pred[i]], "confidence": round(float(self.probs[i, pred[i]]), 4),
+                         "p_gold": round(float(self.probs[i, self.gold[i]]), 4),
+                         "sentence": marked_sentence(self.examples[i])})
+        return rows
+
+
+def marked_sentence(ex: Example) -> str:
+    """The sentence with ``[subj ...]`` and ``[obj ...]`` around the two arguments."""
+    out = []
+    for i, tok in enumerate(ex.tokens):
+        out.append(("[subj " if i == ex.subj_start else "") + ("[obj " if i == ex.obj_start else "") + tok
+                   + ("]" if i == ex.subj_end else "") + ("]" if i == ex.obj_end else ""))
+    return " ".join(out)
+
+
+@torch.no_grad()
+def predict_split(model: RelationExtractor, data: EncodedSplit, source: str = "", batch_size: int = 100) -> SplitPredictions:
+    """Probabilities (N, L) of every example of ``data``, in the split's order."""
+    model.eval()
+    probs = torch.zeros(len(data), len(model.vocab.labels))
+    for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
+        batch = data.collate(indices).to(model.device)
+        probs[torch.as_tensor(indices)] = torch.softmax(model(batch).logits.float(), dim=-1).cpu()  # (B, L)
+    return SplitPredictions(source, data.examples, list(model.vocab.labels.itos), model.vocab.no_relation_id,
+                            data.labels.copy(), probs.numpy())
+
+
+def find_example(data: EncodedSplit, source: str, ident: str | None = None, index: int | None = None) -> int:
+    """Position of the example with id ``ident`` (or check ``index``) in ``data``."""
+    if (ident is None) == (index is None):
+        raise InspectionError("give exactly one of an example id or an index")
+    if index is not None:
+        if not -len(data) <= index < len(data):
+            raise InspectionError(f"{source}: index {index} is out of range (the split has {len(data)} examples)")
+        return index % len(data)
+    try:
+        return data.ids.index(ident)
+    except ValueError:
+        sample = ", ".join(repr(i) for i in data.ids[:3])
+        raise InspectionError(f"{source}: no example with id {ident!r} ({len(data)} examples, ids like {sample})") from None
+
+
+@dataclass
+class AttentionView:
+    """One sentence as the model saw it: tokens, the two spans (inclusive) and the attention weights."""
+
+    id: str
+    tokens: list[str]
+    subj: tuple[int, int]
+    obj: tuple[int, int]
+    self_attention: list[np.ndarray]  # per layer (H, T, T): row = query token, column = key token
+    position_attention: np.ndarray | None  # (T,)
+    gold: str
+    predicted: str
+    probability: float
+
+    def role(self, i: int) -> str | None:
+        """``"subject"``, ``"object"`` or None for token ``i``."""
+        if self.subj[0] <= i <= self.subj[1]:
+            return "subject"
+        if self.obj[0] <= i <= self.obj[1]:
+            return "object"
+        return None
+
+
+@torch.no_grad()
+def attention_view(model: RelationExtractor, data: EncodedSplit, index: int) -> AttentionView:
+    """Run the model on example ``index`` alone (no padding) and keep every attention weight."""
+    model.eval()
+    out = model(data.collate([index]).to(model.device))
+    probs = torch.softmax(out.logits.float(), dim=-1)[0].cpu()  # (L,)
+    best = int(probs.argmax())
+    ex, labels = data.examples[index], model.vocab.labels.itos
+    position = out.position_attention[0].cpu().numpy() if out.position_attention is not None else None
+    return AttentionView(ex.id, list(ex.tokens), (ex.subj_start, ex.subj_end), (ex.obj_start, ex.obj_end),
+                         [w[0].cpu().numpy() for w in out.self_attention], position,
+                         labels[int(data.labels[index])], labels[best], float(probs[best]))
+
+
+@dataclass
+class TrainingCurves:
+    """Per-epoch values from a run's ``metrics.csv``: lists of (epoch, value)."""
+
+    train_loss: list[tuple[int, float]] = field(default_factory=list)
+    val_f1: list[tuple[int, float]] = field(default_factory=list)
+    val_precision: list[tuple[int, float]] = field(default_factory=list)
+    val_recall: list[tuple[int, float]] = field(default_factory=list)
+    lr: list[tuple[int, float]] = field(default_factory=list)
+
+
+def read_training_curves(path: str | Path) -> TrainingCurves:
+    """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger. Rows hold one
+    logged item each with blanks elsewhere; learning-rate rows have no epoch and are placed by their step."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "metrics.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"training metrics not found: {path} (the CSV logger writes RUN/metrics.csv)")
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "epoch" not in rows[0]:
+        raise InspectionError(f"{path}: expected a CSV with an 'epoch' column (Lightning's CSV logger)")
+    lr_key = next((k for k in rows[0] if k.startswith("lr-")), None)
+
+    def number(row: dict[str, str], key: str | None) -> float | None:
+        text = (row.get(key) or "").strip() if key else ""
+        try:
+            value = float(text) if text else None
+        except ValueError:
+            raise InspectionError(f"{path}: line {rows.index(row) + 2}: {key}={text!r} is not a number") from None
+        return value if value is not None and math.isfinite(value) else None
+
+    series: dict[str, dict[int, float]] = {k: {} for k in ("train/loss", "val/f1", "val/precision", "val/recall", "lr")}
+    end_step: dict[int, int] = {}  # epoch -> its last logged step
+    for row in rows:
+        epoch, step = number(row, "epoch"), number(row, "step")
+        if epoch is None:
+            continue
+        end_step[int(epoch)] = max(end_step.get(int(epoch), -1), int(step or 0))
+        for key in ("train/loss", "val/f1", "val/precision", "val/recall"):
+            value = number(row, key)
+            if value is not None:
+                series[key][int(epoch)] = value  # a resumed run's later row wins
+    for row in rows:
+        value, step = number(row, lr_key), number(row, "step")
+        if value is not None and number(row, "epoch") is None:
+            # logged at the start of an epoch: the epoch is the number of epochs that ended before this step
+            series["lr"][sum(1 for s in end_step.values() if s < (step or 0))] = value
+    get = lambda key: sorted(series[key].items())  # noqa: E731
+    return TrainingCurves(get("train/loss"), get("val/f1"), get("val/precision"), get("val/recall"), get("lr"))
+
+
+def train_demo_model(work_dir: str | Path, epochs: int = 2, n_train: int = 600, n_dev: int = 200,
+                     n_test: int = 200, word_dim: int = 60, seed: int = 1) -> Path:
+    """Generate the demo corpus in ``WORK/data`` and train a small model in ``WORK/run`` through the
+    ``tacred fit`` command, unless ``WORK/run/checkpoints/best.ckpt`` exists; return that checkpoint."""
+    from tacred.cli import main as tacred
+    from tacred.data.synthetic import write_corpus
+
+    work = Path(work_dir)
+    best = work / "run" / "checkpoints" / "best.ckpt"
+    if best.is_file():
+        return best
+    data = work / "data"
+    if not (data / "train.json").is_file():
+        write_corpus(data, n_train=n_train, n_dev=n_dev, n_test=n_test)
+    code = tacred([
+        "fit", "--data.data_dir", str(data), "--run_dir", str(work / "run"), "--resume", "never",
+        "--seed_everything", str(seed), "--trainer.max_epochs", str(epochs), "--trainer.accelerator", "cpu",
+        "--trainer.devices", "1", "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+        "--trainer.log_every_n_steps", "1", "--model.network.word_dim", str(word_dim),
+        "--data.embedding_dim", str(word_dim), "--data.batch_size", "25", "--model.decay_start_epoch", "3",
+    ])
+    if code != 0 or not best.is_file():
+        raise RuntimeError(f"training the demo model in {work / 'run'} failed (tacred fit returned {code})")
+    return best

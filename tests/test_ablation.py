@@ -1,0 +1,347 @@
+"""Tests of ``tacred ablate``: variant files, result bookkeeping, tables, every ablation config on the real CLI
+parser with one training step, and a small real sweep (slow)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import statistics
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from tacred import ablation as A
+from tacred.commands import ablate
+
+REPO = Path(__file__).resolve().parents[1]
+ABLATIONS = sorted((REPO / "configs" / "ablations").glob("*.yaml"))
+
+
+def result(variant: str, seed: int, f1: float, parameters: int = 1000) -> A.RunResult:
+    return A.RunResult(variant=variant, seed=seed, precision=f1 + 0.02, recall=f1 - 0.02, f1=f1, dev_f1=f1 + 0.01,
+                       parameters=parameters, epochs=3, seconds=1.5)
+
+
+# -- variant files and stored results ---------------------------------------------------------------------------
+def test_variants_dir_follows_the_papers_row_order_then_alphabetical(tmp_path: Path) -> None:
+    for name in ("zeta", "relu", "final", "alpha", "lemmas"):
+        (tmp_path / f"{name}.yaml").write_text("{}\n")
+    assert [v.name for v in A.find_variants(directory=tmp_path)] == ["final", "lemmas", "relu", "alpha", "zeta"]
+    explicit = A.find_variants([tmp_path / "zeta.yaml", tmp_path / "final.yaml"])
+    assert [v.name for v in explicit] == ["zeta", "final"], "--variants keeps the given order"
+
+
+def test_bad_variant_files_are_named_in_the_error(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("{}\n")
+    (tmp_path / "x.yaml").write_text("{}\n")
+    (tmp_path / "x.txt").write_text("{}\n")
+    with pytest.raises(A.AblationError, match="missing.yaml"):
+        A.find_variants([tmp_path / "missing.yaml"])
+    with pytest.raises(A.AblationError, match="two variant files are named 'x'"):
+        A.find_variants([tmp_path / "x.yaml", tmp_path / "a" / "x.yaml"])
+    with pytest.raises(A.AblationError, match="x.txt"):
+        A.find_variants([tmp_path / "x.txt"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(A.AblationError, match="no .yaml files"):
+        A.find_variants(directory=tmp_path / "empty")
+
+
+def test_dev_f1_by_epoch_keeps_the_last_row_of_a_resumed_epoch(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.csv"
+    path.write_text("epoch,step,train/loss,val/f1\n0,1,,0.5\n0,1,2.0,\n1,2,,0.6\n1,2,,0.65\n2,3,,0.55\n")
+    assert A.dev_f1_by_epoch(path) == {0: 0.5, 1: 0.65, 2: 0.55}
+    path.write_text("epoch,step\n0,1\n")
+    with pytest.raises(A.AblationError, match="no 'val/f1' column"):
+        A.dev_f1_by_epoch(path)
+
+
+def test_results_round_trip_and_broken_files_are_named(tmp_path: Path) -> None:
+    run = A.run_dir(tmp_path, "relu", 2)
+    run.mkdir(parents=True)
+    A.write_result(run, result("relu", 2, 0.6), commands=[["tacred", "fit"]])
+    assert A.load_results(tmp_path) == [result("relu", 2, 0.6)]
+    assert A.load_results(tmp_path, ["final"]) == []
+    (run / A.RESULT_FILE).write_text('{"variant": "relu", "seed": 2}')
+    with pytest.raises(A.AblationError, match=r"seed_2/result.json: missing precision"):
+        A.load_results(tmp_path)
+    (run / A.RESULT_FILE).write_text("{")
+    with pytest.raises(A.AblationError, match="not valid JSON"):
+        A.load_results(tmp_path)
+
+
+def test_trainable_parameters_count_only_what_gets_gradients() -> None:
+    from tacred.models.config import NetworkConfig
+    from tacred.models.network import RelationNetwork
+
+    net = RelationNetwork(NetworkConfig(word_dim=24, pos_dim=6, ner_dim=6, ffn_dim=8, attention_dim=5), 40, 9, 7, 4)
+    total = sum(p.numel() for p in net.parameters())
+    batch = A.probe_batch(40, 9, 7, 4)
+    assert A.trainable_parameters(net, batch) == total
+    net.unused = torch.nn.Linear(10, 10)  # like the original code's never-used position table
+    net.embed.pos.weight.requires_grad_(False)
+    assert A.trainable_parameters(net, batch) == total - net.embed.pos.weight.numel()
+    assert all(p.grad is None for p in net.parameters()), "the probe leaves no gradients behind"
+
+
+# -- tables -------------------------------------------------------------------------------------------------------
+def test_summary_means_stds_and_delta_against_the_final_model() -> None:
+    results = [result("relu", 1, 0.60), result("relu", 2, 0.64), result("final", 1, 0.66, 2000),
+               result("final", 2, 0.67, 2000), result("final", 3, 0.65, 2000)]
+    rows = A.summarize(results)
+    assert [r.variant for r in rows] == ["final", "relu"]
+    final, relu = rows
+    assert final.seeds == (1, 2, 3) and final.parameters == 2000
+    assert final.f1 == pytest.approx((66.0, statistics.stdev([66.0, 67.0, 65.0])))
+    assert relu.f1 == pytest.approx((62.0, statistics.stdev([60.0, 64.0])))
+    assert relu.precision[0] == pytest.approx(64.0) and relu.recall[0] == pytest.approx(60.0)
+    assert relu.delta_f1 == pytest.approx(-4.0) and final.delta_f1 == pytest.approx(0.0)
+    assert A.summarize(results, reference="missing")[1].delta_f1 is None
+
+
+def test_markdown_latex_and_csv_tables() -> None:
+    rows = A.summarize([result("final", 1, 0.66), result("final", 2, 0.67), result("two_residuals", 1, 0.6543, 1234567)])
+    md = A.render_markdown(rows, published=True).splitlines()
+    assert md[0] == "| Variant | P | R | F1 | Δ F1 vs final | Parameters | Seeds | Paper F1 |"
+    assert md[2] == "| final | 68.5 ± 0.7 | 64.5 ± 0.7 | 66.5 ± 0.7 | — | 1,000 | 2 | 66.5 |"
+    assert md[3] == "| two_residuals | 67.4 | 63.4 | 65.4 | −1.1 | 1,234,567 | 1 | 65.4 |"
+    tex = A.render_latex(rows)
+    assert r"two\_residuals & 67.4 & 63.4 & 65.4 & $-$1.1 & 1{,}234{,}567 & 1 \\" in tex
+    assert r"66.5 $\pm$ 0.7" in tex and tex.startswith(r"\begin{tabular}{lrrrrrr}")
+    table = list(csv.DictReader(io.StringIO(A.render_csv(rows))))
+    assert table[1]["variant"] == "two_residuals" and float(table[1]["delta_f1"]) == pytest.approx(-1.07)
+    assert float(table[0]["f1_std"]) == pytest.approx(statistics.stdev([66.0, 67.0]), abs=1e-4)
+    assert table[0]["seeds"] == "1 2" and table[1]["parameters"] == "1234567"
+
+
+def test_write_tables_makes_all_four_files(tmp_path: Path) -> None:
+    paths = A.write_tables(tmp_path, A.summarize([result("final", 1, 0.66), result("relu", 1, 0.62)]))
+    assert [p.name for p in paths] == list(A.TABLE_FILES)
+    assert paths[3].read_bytes().startswith(b"\x89PNG")
+    assert not list(tmp_path.glob(".*tmp*")), "no temporary files left"
+
+
+# -- the command, with fake fit/test subprocesses ----------------------------------------------------------------
+class FakeRuns:
+    """Stands in for the fit/test subprocesses: writes what they would write and records the calls."""
+
+    def __init__(self, fail: str = "") -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, cmd: list[str], log: Path) -> int:
+        self.calls.append(cmd)
+        run = Path(cmd[cmd.index("--run_dir") + 1])
+        if self.fail and self.fail in str(run):
+            log.write_text("Traceback: out of memory\n")
+            return 1
+        if cmd[3] == "fit":
+            (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+            for name in ("best.ckpt", "last.ckpt"):
+                (run / "checkpoints" / name).write_text("x")
+            (run / "metrics.csv").write_text("epoch,val/f1\n0,0.5\n1,0.7\n2,0.6\n")
+        else:
+            seed = int(run.name.split("_")[1])
+            (run / "test_metrics.json").write_text(json.dumps({"precision": 0.6, "recall": 0.5, "f1": 0.5 + seed / 100}))
+        return 0
+
+
+@pytest.fixture()
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
+    runs = FakeRuns()
+    monkeypatch.setattr(ablate, "run_command", runs)
+    monkeypatch.setattr(ablate, "count_parameters", lambda path: 4321)
+    return runs
+
+
+def variant_files(tmp_path: Path) -> list[str]:
+    files = []
+    for name in ("final", "relu"):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text("{}\n")
+        files.append(str(path))
+    return files
+
+
+def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path, fake: FakeRuns,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    args = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path),
+            "--seeds", "1", "2", "--out", str(out), "--max-epochs", "3", "--extra", "--data.data_dir", "d"]
+    assert ablate.main(args) == 0
+    assert len(fake.calls) == 8
+    fit = fake.calls[0]
+    assert fit[3:] == ["fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--config", str(tmp_path / "final.yaml"),
+                       "--seed_everything", "1", "--run_dir", str(out / "final" / "seed_1"), "--resume", "auto",
+                       "--trainer.max_epochs", "3", "--data.data_dir", "d"]
+    assert fake.calls[1][3:5] == ["test", "--ckpt_path"] and fake.calls[1][5].endswith("seed_1/checkpoints/best.ckpt")
+    stored = json.loads((out / "relu" / "seed_2" / "result.json").read_text())
+    assert stored | {"commands": None} == {"variant": "relu", "seed": 2, "precision": 0.6, "recall": 0.5, "f1": 0.52,
+                                           "dev_f1": 0.7, "parameters": 4321, "epochs": 3, "seconds": stored["seconds"],
+                                           "checkpoint": "best", "resumed": False, "commands": None}
+    assert "| relu | 60.0 ± 0.0 | 50.0 ± 0.0 | 51.5 ± 0.7 | +0.0 | 4,321 | 2 |" in (out / "table.md").read_text()
+    assert all((out / name).is_file() for name in A.TABLE_FILES)
+
+    assert ablate.main(args) == 0 and len(fake.calls) == 8, "finished runs are skipped"
+    (out / "relu" / "seed_2" / "result.json").unlink()
+    assert ablate.main(args) == 0 and [c[3] for c in fake.calls[8:]] == ["test"], "a finished fit is not repeated"
+
+    (out / "table.md").unlink()
+    capsys.readouterr()
+    assert ablate.main(["--out", str(out), "--table-only"]) == 0 and len(fake.calls) == 9
+    assert (out / "table.md").is_file() and "| final |" in capsys.readouterr().out
+
+
+def test_last_epoch_checkpoint_and_resumed_fit(tmp_path: Path, fake: FakeRuns) -> None:
+    out = tmp_path / "out"
+    (out / "final" / "seed_1" / "checkpoints").mkdir(parents=True)
+    (out / "final" / "seed_1" / "checkpoints" / "last.ckpt").write_text("x")  # an interrupted fit
+    assert ablate.main(["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", variant_files(tmp_path)[0],
+                        "--seeds", "1", "--out", str(out), "--checkpoint", "last"]) == 0
+    stored = json.loads((out / "final" / "seed_1" / "result.json").read_text())
+    assert stored["resumed"] is True and stored["dev_f1"] == 0.6 and stored["checkpoint"] == "last"
+    assert fake.calls[1][5].endswith("last.ckpt")
+
+
+def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    base = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path), "--out", str(out)]
+    assert ablate.main([*base, "--seeds", "1", "2", "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["final 1 todo", "final 2 todo", "relu 1 todo", "relu 2 todo"]
+    assert ablate.main([*base, "--seeds", "2", "--only", "relu"]) == 0
+    assert [c[c.index("--run_dir") + 1] for c in fake.calls] == [str(out / "relu" / "seed_2")] * 2
+    assert ablate.main([*base, "--seeds", "1", "2", "--list"]) == 0
+    assert "relu 2 done" in capsys.readouterr().out
+    fake.fail = "final"
+    assert ablate.main([*base, "--seeds", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "final seed 1: FAILED" in err and "fit.log" in err and "out of memory" in err
+    assert (out / "relu" / "seed_1" / "result.json").is_file(), "the other runs go on"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--variants", "x.yaml"], "variant file not found: x.yaml"),
+    (["--table-only"], "no result.json under"),
+    ([], "give --variants"),
+])
+def test_user_errors_exit_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert ablate.main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_config_and_unknown_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = variant_files(tmp_path)
+    assert ablate.main(["--variants", *files, "--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "base config not found" in capsys.readouterr().err
+    assert ablate.main(["--variants", *files, "--only", "gelu"]) == 2
+    assert "--only gelu: no such variant" in capsys.readouterr().err
+
+
+# -- every ablation config on the real parser, plus one training step ------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tacred.data.synthetic import write_corpus
+
+    folder = tmp_path_factory.mktemp("tiny")
+    write_corpus(folder, seed=3, n_train=40, n_dev=10, n_test=10)
+    return folder
+
+
+def parsed_config(variant: Path, data_dir: Path) -> dict:
+    """What ``tacred fit --config configs/tacred.yaml --config VARIANT`` resolves to (the real parser)."""
+    from tacred.lightning_cli import TacredCLI
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit) as done, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+        TacredCLI(args=["fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--config", str(variant),
+                        "--data.data_dir", str(data_dir), "--model.network.word_dim", "24",
+                        "--data.embedding_dim", "24", "--print_config"])
+    assert done.value.code in (0, None)
+    return yaml.safe_load(buf.getvalue())
+
+
+def test_every_table_row_has_a_config() -> None:
+    assert {p.stem for p in ABLATIONS} >= set(A.PAPER_ORDER)
+    for path in ABLATIONS:
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        assert first.startswith("# ") and "?" in first, f"{path.name}: first line should state the question"
+
+
+@pytest.mark.parametrize("path", ABLATIONS, ids=[p.stem for p in ABLATIONS])
+def test_ablation_config_parses_and_trains_one_step(path: Path, tiny_data: Path) -> None:
+    from tacred.data.datamodule import TacredDataModule
+    from tacred.models.config import NetworkConfig
+    from tacred.models.module import RelationExtractor
+
+    cfg = parsed_config(path, tiny_data)
+    override = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for key, value in override.get("model", {}).get("network", {}).items():
+        assert cfg["model"]["network"][key] == value, f"{path.name}: {key} did not reach the parsed config"
+    for section in ("trainer", "data"):
+        for key, value in override.get(section, {}).items():
+            assert cfg[section][key] == value, f"{path.name}: {section}.{key} did not reach the parsed config"
+    torch.manual_seed(0)
+    data = TacredDataModule(**cfg["data"], seed=cfg["seed_everything"])
+    model_args = {k: v for k, v in cfg["model"].items() if k != "network"}
+    model = RelationExtractor(vocab=data.vocab, word_vectors=data.word_vectors,
+                              network=NetworkConfig(**cfg["model"]["network"]), **model_args)
+    assert data.vocab.use_lemmas == bool(override.get("data", {}).get("use_lemmas"))
+    data.setup("fit")
+    batch = next(iter(data.train_dataloader()))
+    optimizer = model.configure_optimizers()["optimizer"]
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = torch.nn.functional.cross_entropy(model(batch).logits, batch.labels)
+    loss.backward()
+    optimizer.step()
+    assert torch.isfinite(loss)
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True))
+
+
+# -- a real sweep ---------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path, tiny_data: Path) -> None:
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "tacred", "ablate", "--config", str(REPO / "configs" / "tacred.yaml"),
+           "--variants", str(REPO / "configs/ablations/final.yaml"), str(REPO / "configs/ablations/san_r.yaml"),
+           "--seeds", "1", "2", "--out", str(out), "--max-epochs", "1",
+           "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24", "--data.embedding_dim", "24",
+           "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+    first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    results = A.load_results(out)
+    runs = [(r.variant, r.seed, r.epochs) for r in results]
+    assert runs == [("final", 1, 1), ("final", 2, 1), ("san_r", 1, 1), ("san_r", 2, 1)]
+    final, san_r = A.summarize(results)
+    assert san_r.parameters < final.parameters, "SAN+R's 3 × 257 scalars replace the relative-position vectors"
+    assert all(0 <= r.f1 <= 1 and r.parameters > 0 for r in results)
+    table = (out / "table.md").read_text()
+    assert "| final |" in table and "| san_r |" in table
+
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert again.returncode == 0 and again.stdout.count("done before, skipped") == 4
+
+    run = out / "final" / "seed_1"  # pretend the sweep stopped after epoch 1 of a 2-epoch fit
+    (run / "result.json").unlink()
+    (run / "fit.done").unlink()
+    resumed = subprocess.run([*cmd[: cmd.index("--max-epochs")], "--max-epochs", "2", "--only", "final", "--seeds", "1",
+                              *cmd[cmd.index("--extra"):]], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    stored = json.loads((run / "result.json").read_text())
+    assert stored["resumed"] is True and stored["epochs"] == 2
+    assert "resuming from" in (run / "fit.log").read_text()
+
+    for name in A.TABLE_FILES:
+        (out / name).unlink()
+    only = subprocess.run([sys.executable, "-m", "tacred", "ablate", "--out", str(out), "--table-only"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert only.returncode == 0 and all((out / name).is_file() for name in A.TABLE_FILES)
