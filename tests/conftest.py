@@ -54,3 +54,14 @@ def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo_data")
     write_corpus(out, seed=5, n_train=240, n_dev=60, n_test=60)
     return out
+
+
+@pytest.fixture(scope="session")
+def nlp():
+    """The installed English spaCy pipeline (loaded once per test session)."""
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+
+    try:
+        return load_spacy()
+    except SpacyModelError as err:
+        pytest.skip(f"no spaCy English model installed: {err}")

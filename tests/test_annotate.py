@@ -28,14 +28,6 @@ from tacred.data.spacy_pipeline import (
 )
 
 
-@pytest.fixture(scope="module")
-def nlp():
-    try:
-        return load_spacy()
-    except SpacyModelError as err:
-        pytest.skip(f"no spaCy English model installed: {err}")
-
-
 def span_tokens(ex: dict, role: str) -> list[str]:
     return ex["token"][ex[f"{role}_start"]:ex[f"{role}_end"] + 1]
 

@@ -8,21 +8,12 @@ from pathlib import Path
 import pytest
 
 from tacred.data.lemmas import cache_key, default_cache_dir, lemmatize
-from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
 SENTENCES = [
     ["The", "children", "went", "to", "New York", "and", "bought", "mice", "."],
     ["She", "was", "running", "--", "fast", "!", "!"],
     ["X"],
 ]
-
-
-@pytest.fixture(scope="module")
-def nlp():
-    try:
-        return load_spacy()
-    except SpacyModelError as err:
-        pytest.skip(f"no spaCy English model installed: {err}")
 
 
 class NoPipeline:

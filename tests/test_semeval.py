@@ -23,7 +23,6 @@ from tacred.data.semeval import (
     split_dev,
     write_release,
 )
-from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
 RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "semeval2010_task8"
 
@@ -39,14 +38,6 @@ BLOCKS = [
 def write_release_file(path: Path, blocks: list[tuple[str, ...]]) -> Path:
     path.write_bytes("".join("\r\n".join(block) + "\r\n\r\n" for block in blocks).encode("utf-8"))
     return path
-
-
-@pytest.fixture(scope="module")
-def nlp():
-    try:
-        return load_spacy()
-    except SpacyModelError as err:
-        pytest.skip(f"no spaCy English model installed: {err}")
 
 
 def test_parser_reads_blocks_with_crlf(tmp_path: Path) -> None:

@@ -158,6 +158,8 @@ def test_tune_command_errors_are_one_line(checkpoint, tmp_path, capsys):
     assert "checkpoint not found" in capsys.readouterr().err
     assert main(["apply", "--ckpt_path", str(checkpoint), "--threshold", str(tmp_path / "x.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["tune", "--ckpt_path", str(checkpoint), "--target-precision", "1.5"]) == 2
+    assert "target precision must lie in (0, 1]" in capsys.readouterr().err
 
 
 def run_test(checkpoint: Path, out: Path, *extra: str, in_process: bool = True) -> list[dict]:
