@@ -45,6 +45,11 @@ class TacredCLI(LightningCLI):
             load_from_checkpoint_support=False, auto_configure_optimizers=False, **kwargs,
         )
 
+    def _parse_ckpt_path(self) -> None:
+        """Keep the command line as given: Lightning would re-apply the checkpoint's saved model hyperparameters
+        over it (silently dropping e.g. ``--model.output_dir``). A checkpoint's configuration is used only
+        when no ``--config`` is given (see :func:`tacred.cli.with_checkpoint_config`)."""
+
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,
                             help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")

@@ -24,6 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", choices=("table", "jsonl"), default="table", help="readable table or JSON Lines")
     p.add_argument("--spacy-model", default=None, help="spaCy pipeline (default: the installed English model)")
     p.add_argument("--batch-size", type=int, default=50)
+    p.add_argument("--threshold", default=None,
+                   help="no-relation threshold t (a number or a threshold.json from `tacred threshold tune`); "
+                        "off by default")
     return p
 
 
@@ -48,15 +51,17 @@ def main(argv: list[str]) -> int:
     from tacred.data.annotate import AnnotationError, annotate_marked, annotate_offsets
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
     from tacred.models.module import RelationExtractor
+    from tacred.threshold import ThresholdError, apply_threshold, load_threshold
 
     try:
         source = "<stdin>" if args.sentences == "-" else args.sentences
         lines = sys.stdin.read().splitlines() if args.sentences == "-" else Path(args.sentences).read_text(encoding="utf-8").splitlines()
         model = RelationExtractor.from_checkpoint(args.ckpt_path)
         nlp = load_spacy(args.spacy_model)
+        threshold = load_threshold(args.threshold) if args.threshold is not None else None
         annotate = annotate_marked if args.format == "marked" else annotate_offsets
         examples = annotate(lines, nlp=nlp, source=source)
-    except (AnnotationError, CheckpointError, SpacyModelError, FileNotFoundError) as err:
+    except (AnnotationError, CheckpointError, SpacyModelError, ThresholdError, FileNotFoundError) as err:
         print(f"tacred predict: error: {err}", file=sys.stderr)
         return 2
     if not examples:
@@ -65,9 +70,9 @@ def main(argv: list[str]) -> int:
     for ex in examples:
         ex["relation"] = model.vocab.no_relation  # unknown; the scorer never sees it
     probs = predict_examples(model, examples, args.batch_size)
+    decided = apply_threshold(probs, model.vocab.no_relation_id, threshold).tolist()
     labels = model.vocab.labels.itos
-    for ex, row in zip(examples, probs.tolist(), strict=True):
-        best = max(range(len(row)), key=row.__getitem__)
+    for ex, row, best in zip(examples, probs.tolist(), decided, strict=True):
         subj = " ".join(ex["token"][ex["subj_start"] : ex["subj_end"] + 1])
         obj = " ".join(ex["token"][ex["obj_start"] : ex["obj_end"] + 1])
         if args.output == "jsonl":

@@ -194,24 +194,27 @@ def tune_threshold(probs: Any, gold: Any, no_relation_id: int, target_precision:
     raise ThresholdError(f"no threshold reaches precision {target_precision:.2%} on these {p.shape[0]} examples")
 
 
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def load_threshold(source: float | int | str | Path) -> float:
     """A threshold given as a number, a number in a string, or a ``threshold.json`` written by ``tacred threshold tune``."""
     if isinstance(source, (int, float)) and not isinstance(source, bool):
         value: Any = source
-    else:
-        text = str(source)
+    elif (value := _number(str(source))) is None:
+        path = Path(source)
+        if not path.is_file():
+            raise ThresholdError(f"no_relation threshold: not a number and no such file: {path}")
         try:
-            value = float(text)
-        except ValueError:
-            path = Path(text)
-            if not path.is_file():
-                raise ThresholdError(f"no_relation threshold: not a number and no such file: {path}") from None
-            try:
-                value = json.loads(path.read_text(encoding="utf-8")).get("no_relation_threshold")
-            except (json.JSONDecodeError, AttributeError) as err:
-                raise ThresholdError(f"{path}: not a threshold file written by 'tacred threshold tune' ({err})") from None
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ThresholdError(f"{path}: 'no_relation_threshold' must be a number, found {value!r}")
+            value = json.loads(path.read_text(encoding="utf-8")).get("no_relation_threshold")
+        except (json.JSONDecodeError, AttributeError) as err:
+            raise ThresholdError(f"{path}: not a threshold file written by 'tacred threshold tune' ({err})") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ThresholdError(f"{path}: 'no_relation_threshold' must be a number, found {value!r}")
     if not np.isfinite(float(value)):
         raise ThresholdError(f"no_relation threshold must be finite, got {value!r}")
     return float(value)

@@ -1,0 +1,90 @@
+"""The benchmark suite runs end to end in its quick mode and prints every table with the rows it promises.
+
+No timing is asserted: the figures of a quick run measure nothing; `make bench` is the measurement.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_ALL = REPO / "benchmarks" / "run_all.py"
+
+
+@pytest.fixture(scope="module")
+def quick_output(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    out = tmp_path_factory.mktemp("bench") / "results.md"
+    result = subprocess.run([sys.executable, str(RUN_ALL), "--quick", "--out", str(out)], cwd=REPO,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"run_all.py --quick failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout, out
+
+
+def table_rows(text: str, title_start: str) -> list[list[str]]:
+    """The body rows of the Markdown table under the first heading starting with ``title_start``."""
+    match = re.search(rf"^### {re.escape(title_start)}.*?\n\n(\|.*?)\n\n", text, re.S | re.M)
+    assert match, f"no table titled {title_start!r} in the output:\n{text[:2000]}"
+    lines = match.group(1).splitlines()[2:]  # skip the header and the |---| line
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+pytestmark = pytest.mark.slow  # trains the model 5 times for 2 tiny epochs
+
+
+def test_every_table_names_the_machine(quick_output):
+    text, _ = quick_output
+    assert text.count("- machine: ") >= 5
+    assert "cores" in text and "torch " in text
+    assert re.search(r"^total: \d+ s$", text, re.M)
+
+
+def test_relative_attention_table_compares_the_three_forms_per_length(quick_output):
+    rows = table_rows(quick_output[0], "Relative-position scores")
+    assert [(r[0], r[1]) for r in rows] == [("4", "8"), ("4", "16"), ("1", "16")]
+    for row in rows:
+        assert row[5].endswith("x") and row[6].endswith("x")  # the speed-up ratios
+        assert all(cell.endswith("B") for cell in row[7:10])  # peak memory of each form
+
+
+def test_training_table_has_every_precision_and_thread_count(quick_output):
+    rows = table_rows(quick_output[0], "Training throughput")
+    assert [(r[0], r[1]) for r in rows] == [("32-true", "1"), ("32-true", "2"), ("bf16-mixed", "1"), ("bf16-mixed", "2")]
+    for row in rows:
+        assert float(row[2].replace(",", "")) > 0  # sentences/s
+        shares = [int(cell.rstrip("%")) for cell in row[4:8]]
+        assert 95 <= sum(shares) <= 105  # the four step phases cover the whole training time
+
+
+def test_profile_lists_the_ops_of_training_steps(quick_output):
+    text = quick_output[0]
+    assert "### Profile of" in text
+    assert "aten::addmm" in text or "aten::mm" in text
+
+
+def test_inference_table_has_throughput_and_latency(quick_output):
+    rows = table_rows(quick_output[0], "Inference")
+    assert [(r[0], r[1]) for r in rows] == [("32-true", "1"), ("32-true", "2"), ("bf16-mixed", "1"), ("bf16-mixed", "2")]
+    for row in rows:
+        assert all(float(cell.replace(",", "")) > 0 for cell in row[2:6])
+
+
+def test_data_table_covers_the_data_path_and_the_glove_cache(quick_output):
+    rows = table_rows(quick_output[0], "Data path")
+    stages = [r[0] for r in rows]
+    assert any(s.startswith("JSON → validated examples") for s in stages)
+    assert any(s.startswith("TacredDataModule: file → batches") for s in stages)
+    first = next(r for r in rows if r[0].startswith("GloVe matrix, first build"))
+    second = next(r for r in rows if r[0].startswith("GloVe matrix, second load from the cache"))
+    assert first[1] == second[1] == "5,000"
+
+
+def test_out_file_holds_the_printed_tables(quick_output):
+    text, out = quick_output
+    written = out.read_text(encoding="utf-8")
+    for title in ("Relative-position scores", "Training throughput", "Inference", "Data path"):
+        assert f"### {title}" in written
