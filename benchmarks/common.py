@@ -49,9 +49,22 @@ def machine_line() -> str:
     """One line naming the machine; benchmark tables add their own threads and precision columns."""
     cores = os.cpu_count() or 0
     load = ", load {:.1f}/{:.1f}/{:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
+    omp = f", OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}" if os.environ.get("OMP_WAIT_POLICY") else ""
     return (f"machine: {cores} cores, {cpu_model()} ({' '.join(cpu_flags()) or 'no avx flags found'}), "
             f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), "
-            f"Python {platform.python_version()}{load}")
+            f"Python {platform.python_version()}{load}{omp}")
+
+
+def busy_warning() -> str | None:
+    """A warning when other processes already keep the cores busy: timings then say little about the code."""
+    if not hasattr(os, "getloadavg"):
+        return None
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load < 0.75 * cores:
+        return None
+    return (f"WARNING: load average {load:.1f} on {cores} cores before starting: the figures below are slowed "
+            "down by other processes; with 2 threads OpenMP's spinning makes it far worse (OMP_WAIT_POLICY=PASSIVE "
+            "avoids that). Run on a quiet machine for numbers to publish.")
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -89,8 +90,9 @@ def run(quick: bool = False, threads: int = 1) -> Table:
             grad = torch.randn(batch, heads, n, n)
             ms, peak = {}, {}
             for name, form in forms.items():
-                ms[name] = 1e3 * median(time_repeats(lambda f=form: forward_backward(f, inputs, grad), repeats))
-                peak[name] = peak_cpu_memory(lambda f=form: forward_backward(f, inputs, grad))
+                call = partial(forward_backward, form, inputs, grad)
+                ms[name] = 1e3 * median(time_repeats(call, repeats))
+                peak[name] = peak_cpu_memory(call)
             largest = f"{human_bytes(batch * heads * n * (2 * n - 1) * 4)} / {human_bytes(heads * n * n * dh * 4)}"
             table.add(batch, n, ms["efficient"], ms["naive"], ms["loop"], f"{ms['naive'] / ms['efficient']:.2f}x",
                       f"{ms['loop'] / ms['efficient']:.2f}x", human_bytes(peak["efficient"]), human_bytes(peak["naive"]),

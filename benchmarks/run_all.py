@@ -16,7 +16,7 @@ import data_pipeline  # noqa: E402
 import inference  # noqa: E402
 import relative_attention  # noqa: E402
 import training  # noqa: E402
-from common import machine_line  # noqa: E402
+from common import busy_warning, machine_line  # noqa: E402
 
 BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "attention": lambda quick: relative_attention.run(quick).render(),
@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the tables to this Markdown file")
     args = parser.parse_args(argv)
     header = f"# tacred benchmarks{' (quick mode: not a measurement)' if args.quick else ''}\n\n{machine_line()}\n"
+    warning = busy_warning()
+    if warning:
+        header += f"\n{warning}\n"
     print(header, flush=True)
     parts = [header]
     start = time.perf_counter()

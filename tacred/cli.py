@@ -125,6 +125,9 @@ def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
     data = yaml.safe_load(config)
     for key in ("ckpt_path", "resume", "verbose"):
         data.pop(key, None)
+    # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply
+    for key in ("devices", "num_nodes", "strategy", "accelerator"):
+        (data.get("trainer") or {}).pop(key, None)
     path = tmp / "config_from_checkpoint.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return [argv[0], "--config", str(path), *argv[1:]]

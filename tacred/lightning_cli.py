@@ -12,7 +12,7 @@ from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
-from tacred.checkpoints import LastCheckpoint, check_checkpoint, read_checkpoint
+from tacred.checkpoints import LastCheckpoint, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.models.module import RelationExtractor
 from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
@@ -102,17 +102,9 @@ class TacredCLI(LightningCLI):
                 checkpoint = read_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
                 log.info("resuming from %s", last)
                 cfg.ckpt_path = str(last)
-        elif self.subcommand == "fit" and cfg.ckpt_path and Path(cfg.ckpt_path).is_file():
-            checkpoint = read_checkpoint(cfg.ckpt_path)
+        elif self.subcommand == "fit" and cfg.ckpt_path and not _lightning_ckpt_name(cfg.ckpt_path):
+            checkpoint = read_checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
         resume_wandb_run(cfg.trainer.logger, checkpoint)
-
-    def _parse_ckpt_path(self) -> None:
-        # Lightning reads --ckpt_path's hyperparameters here, first: a missing or corrupt file must be a clear error
-        subcommand = self.config.get("subcommand")
-        ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
-        if ckpt_path and ckpt_path not in ("last", "best", "hpc") and not str(ckpt_path).startswith("registry"):
-            check_checkpoint(ckpt_path)
-        super()._parse_ckpt_path()
 
     def after_instantiate_classes(self) -> None:
         for callback in self.trainer.callbacks:
@@ -126,3 +118,8 @@ class TacredCLI(LightningCLI):
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:
                 self.trainer.callbacks.append(LearningRateMonitor(logging_interval="epoch"))
+
+
+def _lightning_ckpt_name(ckpt_path: str) -> bool:
+    """Lightning's symbolic ``--ckpt_path`` values ("last", "best", "hpc", "registry:...") rather than a file."""
+    return ckpt_path in ("last", "best", "hpc") or str(ckpt_path).startswith("registry")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -102,11 +102,12 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     Training: shuffle (seed + epoch), sort pools of ``pool_batches`` batches by length, cut, shuffle batches;
     each rank takes every ``num_replicas``-th batch, and ranks are evened out by repeating the first batches
     (training only, so all ranks step together). Evaluation: sorted by length, every example exactly once.
+    ``epoch_source`` (e.g. the trainer's current epoch) is read at the start of every pass.
     """
 
     def __init__(
         self, lengths: Sequence[int], batch_size: int, *, shuffle: bool, seed: int = 0,
-        pool_batches: int = 50, num_replicas: int = 1, rank: int = 0,
+        pool_batches: int = 50, num_replicas: int = 1, rank: int = 0, epoch_source: Callable[[], int] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -118,6 +119,7 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         self.num_replicas = num_replicas
         self.rank = rank
         self.epoch = 0
+        self.epoch_source = epoch_source
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -138,6 +140,10 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:
+        if self.epoch_source is not None:
+            # asked when the epoch's iterator is built: right after a resume too (Lightning calls set_epoch on a
+            # loader's sampler only, never on its batch sampler)
+            self.epoch = self.epoch_source()
         batches = self._all_batches()
         if self.num_replicas > 1:
             if self.shuffle and len(batches) % self.num_replicas:

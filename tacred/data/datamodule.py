@@ -179,9 +179,13 @@ class TacredDataModule(L.LightningDataModule):
         data = self.encoded(split)
         trainer = self.trainer
         world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+        if world > 1 and not train and -(-len(data) // self.eval_batch_size) < world:
+            raise ValueError(f"{self.path(split)}: {len(data)} examples make fewer batches of "
+                             f"{self.eval_batch_size} than the {world} processes; lower --data.eval_batch_size")
         sampler = BucketBatchSampler(
             data.lengths, self.batch_size if train else self.eval_batch_size, shuffle=train, seed=self.seed,
             num_replicas=world, rank=rank,
+            epoch_source=(lambda: trainer.current_epoch) if train and trainer is not None else None,
         )
         return DataLoader(data, batch_sampler=sampler, collate_fn=data.collate, num_workers=self.num_workers,
                           persistent_workers=self.num_workers > 0)

@@ -77,18 +77,6 @@ class RelationExtractor(L.LightningModule):
     def forward(self, batch: Batch) -> NetworkOutput:
         return self.net(batch)
 
-    def on_train_epoch_start(self) -> None:
-        # Lightning calls set_epoch only on a loader's sampler, never on its batch sampler (every epoch would
-        # reuse epoch 0's batches), and the first epoch of a process iterates its loader before any hook: a
-        # run resumed at epoch e would get epoch 0's batches, so they are built again for epoch e.
-        sampler = getattr(self.trainer.train_dataloader, "batch_sampler", None)
-        if not callable(getattr(sampler, "set_epoch", None)) or getattr(sampler, "epoch", None) == self.current_epoch:
-            return
-        sampler.set_epoch(self.current_epoch)
-        fit_loop = self.trainer.fit_loop
-        if fit_loop.is_resuming and fit_loop._data_fetcher is not None:
-            iter(fit_loop._data_fetcher)  # later epochs: the epoch loop builds the iterator after this hook
-
     def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
         # Reseed dropout (and RReLU, word dropout) from (seed, epoch, batch, rank) right before each step.
         # Creating a DataLoader iterator draws from the global generator, and it happens before the first
