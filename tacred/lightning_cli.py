@@ -24,11 +24,11 @@ class ConfigInCheckpoint(SaveConfigCallback):
     """Writes ``config.yaml`` into the run folder and the same configuration into every checkpoint, so that a
     checkpoint alone is enough to test or predict."""
 
+    given_logger: Any = None  # trainer.logger as the user gave it (set by TacredCLI)
+
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":
             super().setup(trainer, pl_module, stage)
-
-    given_logger: Any = None  # trainer.logger as the user gave it (set by TacredCLI)
 
     def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
         # the logger as given, not as filled in for this command: `tacred test` fills in its own folders
