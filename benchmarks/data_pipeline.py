@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Table, benchmark_data, human_bytes, machine_line  # noqa: E402
@@ -117,7 +118,8 @@ def glove_rows(table: Table, words: list[str], lines: int, dim: int, scratch: Pa
 
 def run(quick: bool = False) -> Table:
     lines, dim = (5_000, 50) if quick else (200_000, 300)
-    table = Table("Data path and GloVe cache (1 process, no workers)", ["stage", "items", "seconds", "items/s"])
+    table = Table(f"Data path and GloVe cache (1 process, no loader workers, {torch.get_num_threads()} torch threads, "
+                  "float32 matrices)", ["stage", "items", "seconds", "items/s"])
     with tempfile.TemporaryDirectory(prefix="tacred-bench-data-") as tmp:
         scratch = Path(tmp)
         data = benchmark_data(quick, scratch)

@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     os.environ.setdefault("WANDB_MODE", "offline")
+    # OpenMP threads that spin while waiting make a busy 2-core machine up to 15x slower (docs/performance.md)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE.format(tools=_tools_help()))
         return 0

@@ -75,7 +75,7 @@ class InputEmbeddings(nn.Module):
 
 def masked_max(x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
     """Max over real tokens: (B, T, D) → (B, D)."""
-    return x.masked_fill(pad_mask[:, :, None], float("-inf")).max(dim=1).values
+    return x.masked_fill(pad_mask[:, :, None], float("-inf")).amax(dim=1)  # amax: no argmax indices to keep
 
 
 class LstmEncoder(nn.Module):
