@@ -74,7 +74,6 @@ def run(quick: bool = False, threads: int = 1) -> Table:
     else:
         d_model, heads, repeats = 360, 3, 5
         cases = ((50, 32), (50, 64), (50, 128), (50, 256), (1, 128), (1, 256))
-    dh = d_model // heads
     table = Table(
         f"Relative-position scores z_relpos, forward + backward (d_model {d_model}, {heads} heads, fp32, "
         f"{threads} thread{'s' if threads > 1 else ''})",
