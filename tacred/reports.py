@@ -44,6 +44,15 @@ def is_semeval_label_set(labels: list[str], no_relation: str) -> bool:
     return bool(directed) and all(lab.endswith(("(e1,e2)", "(e2,e1)")) for lab in directed)
 
 
+def _decided(module: Any, split: str, index: torch.Tensor, probs: torch.Tensor) -> tuple[Any, torch.Tensor, list[str], list[int]] | None:
+    """On rank 0: the split, its probabilities in split order, the label names and the decided label ids."""
+    index, probs = gather_outputs(module, index, probs)
+    if module.trainer.global_rank != 0:
+        return None
+    data, probs = _ordered(module, split, index, probs)
+    return data, probs, module.vocab.labels.itos, decisions(module, probs).tolist()
+
+
 def output_dir(module: Any) -> Path:
     out = Path(module.hparams.get("output_dir") or module.trainer.default_root_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -52,12 +61,10 @@ def output_dir(module: Any) -> Path:
 
 def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
     """Write ``test_predictions.jsonl``, ``test_score.txt`` and ``test_metrics.json``; print the report."""
-    index, probs = gather_outputs(module, index, probs)
-    if module.trainer.global_rank != 0:
+    decided = _decided(module, "test", index, probs)
+    if decided is None:
         return
-    data, probs = _ordered(module, "test", index, probs)
-    labels = module.vocab.labels.itos
-    best = decisions(module, probs).tolist()
+    data, probs, labels, best = decided
     gold = [labels[i] for i in data.labels.tolist()]
     pred = [labels[i] for i in best]
     out = output_dir(module)
@@ -88,12 +95,10 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
 
 def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
     """Write ``predictions.jsonl``: id, predicted relation, its probability and every label's probability."""
-    index, probs = gather_outputs(module, index, probs)
-    if module.trainer.global_rank != 0:
+    decided = _decided(module, "predict", index, probs)
+    if decided is None:
         return
-    data, probs = _ordered(module, "predict", index, probs)
-    labels = module.vocab.labels.itos
-    chosen = decisions(module, probs).tolist()
+    data, probs, labels, chosen = decided
     path = output_dir(module) / "predictions.jsonl"
     with open(path, "w", encoding="utf-8") as f:
         for i, ident in enumerate(data.ids):
