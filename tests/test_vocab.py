@@ -84,3 +84,13 @@ def test_the_data_module_reuses_a_saved_vocabulary_instead_of_rebuilding(tmp_pat
     write_json("train.json", [make_example(i) for i in range(3)])
     dm = TacredDataModule(data_dir=str(tmp_path), vocab_path=str(tmp_path / "vocab.json"))
     assert dm.vocab.fingerprint() == vocab.fingerprint()
+
+
+def test_retacred_labels_are_recognised(tmp_path, write_json):
+    from tacred.data.patch import RETACRED_LABELS
+
+    write_json("train.json", [make_example(0, "org:city_of_branch"), make_example(1, "per:identity")])
+    write_json("dev.json", [make_example(2, "no_relation")])
+    write_json("test.json", [make_example(3, "per:title")])
+    assert TacredDataModule(data_dir=str(tmp_path)).vocab.labels.itos == list(RETACRED_LABELS)
+    assert TacredDataModule(data_dir=str(tmp_path), labels="retacred").vocab.labels.itos == list(RETACRED_LABELS)

@@ -33,8 +33,9 @@ class TacredDataModule(L.LightningDataModule):
         lowercase, min_count: word vocabulary options.
         entity_masking: replace subject/object tokens by ``SUBJ-<type>``/``OBJ-<type>``.
         use_lemmas: words are spaCy lemmas (Bilan & Roth's Table 3 variant), computed once and cached.
-        labels: ``"auto"`` (the 42 TACRED labels when every label of the data is one of them, else the sorted
-            labels of all configured splits), ``"tacred"``, a path to a JSON list, or an explicit list.
+        labels: ``"auto"`` (the 42 TACRED labels when every label of the data is one of them, Re-TACRED's 40
+            when those fit, else the sorted labels of all configured splits), ``"tacred"``, ``"retacred"``, a path
+            to a JSON list, or an explicit list.
         no_relation: the label that means "no relation" (ignored by the scorer).
         strict: raise on the first invalid example; otherwise skip and report each invalid one.
         vocab_path: reuse the vocabularies of a run (``vocab.json``) or of a checkpoint (``.ckpt``).
@@ -122,6 +123,10 @@ class TacredDataModule(L.LightningDataModule):
             return spec
         if spec == "tacred":
             return list(C.TACRED_LABELS)
+        if spec == "retacred":
+            from tacred.data.patch import RETACRED_LABELS
+
+            return list(RETACRED_LABELS)
         if spec != "auto":
             path = Path(spec)
             if not path.is_file():
@@ -133,6 +138,10 @@ class TacredDataModule(L.LightningDataModule):
                 seen.update(ex.relation for ex in self.examples(split))
         if seen <= set(C.TACRED_LABELS):
             return list(C.TACRED_LABELS)
+        from tacred.data.patch import RETACRED_LABELS
+
+        if seen <= set(RETACRED_LABELS) and self.no_relation == C.NO_RELATION:
+            return list(RETACRED_LABELS)  # Re-TACRED's 40 labels in its authors' order
         return [self.no_relation] + sorted(seen - {self.no_relation})
 
     @cached_property
