@@ -156,3 +156,20 @@ def test_word_dropout_only_in_training():
     torch.testing.assert_close(net(batch).logits, net(unk).logits)
     net.eval()
     assert not torch.allclose(net(batch).logits, net(unk).logits)
+
+
+@pytest.mark.slow
+def test_compiled_network_keeps_parameter_names_and_outputs():
+    from tacred.data.vocab import Vocab, Vocabularies
+    from tacred.models.module import RelationExtractor
+
+    vocab = Vocabularies(words=Vocab([f"w{i}" for i in range(50)]), pos=Vocab([f"p{i}" for i in range(9)]),
+                         ner=Vocab([f"n{i}" for i in range(7)]), labels=Vocab(["no_relation", "a", "b", "c"], unk=None))
+    torch.manual_seed(0)
+    plain = RelationExtractor(vocab=vocab, network=NetworkConfig(**SMALL)).eval()
+    compiled = RelationExtractor(vocab=vocab, network=NetworkConfig(**SMALL), compile=True).eval()
+    assert list(compiled.state_dict()) == list(plain.state_dict())
+    compiled.load_state_dict(plain.state_dict())
+    batch = random_batch([5, 3, 7])
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(batch).logits, plain(batch).logits, atol=1e-4, rtol=1e-4)
