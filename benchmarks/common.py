@@ -262,3 +262,14 @@ def write_generated_data(out: Path, n_train: int, n_dev: int, n_test: int, seed:
             })
         (out / f"{split}.json").write_text(json.dumps(examples), encoding="utf-8")
     (out / "labels.json").write_text(json.dumps(LABELS), encoding="utf-8")
+
+
+def script_main(run: Callable[[bool], Table], prog: str, doc: str | None, argv: list[str] | None,
+                quick_help: str = "tiny sizes (a smoke test, not a measurement)") -> int:
+    """The command line of a single benchmark script: ``--quick`` and the printed table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=prog, description=doc)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    print(run(parser.parse_args(argv).quick).render())
+    return 0

@@ -4,7 +4,6 @@ GloVe matrix cache (first build from a synthetic GloVe text file vs the cached s
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import random
 import shutil
@@ -19,7 +18,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Table, benchmark_data, human_bytes, machine_line  # noqa: E402
+from common import Table, benchmark_data, human_bytes, machine_line, script_main  # noqa: E402
 
 from tacred.data.batching import BucketBatchSampler, EncodedSplit  # noqa: E402
 from tacred.data.datamodule import TacredDataModule  # noqa: E402
@@ -137,11 +136,7 @@ def run(quick: bool = False) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks/data_pipeline.py", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test, not a measurement)")
-    args = parser.parse_args(argv)
-    print(run(args.quick).render())
-    return 0
+    return script_main(run, "benchmarks/data_pipeline.py", __doc__, argv)
 
 
 if __name__ == "__main__":

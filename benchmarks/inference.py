@@ -6,7 +6,6 @@ A :class:`RelationExtractor` with random weights (speed does not depend on them)
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import tempfile
@@ -16,7 +15,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Table, autocast, benchmark_data, machine_line, median, num_threads, percentile  # noqa: E402
+from common import Table, autocast, benchmark_data, machine_line, median, num_threads, percentile, script_main  # noqa: E402
 
 from tacred.data.batching import BucketBatchSampler, EncodedSplit  # noqa: E402
 from tacred.data.datamodule import TacredDataModule  # noqa: E402
@@ -81,11 +80,7 @@ def run(quick: bool = False) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks/inference.py", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="tiny generated data (a smoke test, not a measurement)")
-    args = parser.parse_args(argv)
-    print(run(args.quick).render())
-    return 0
+    return script_main(run, "benchmarks/inference.py", __doc__, argv, quick_help="tiny generated data (a smoke test, not a measurement)")
 
 
 if __name__ == "__main__":
