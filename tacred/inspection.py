@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tacred.data.batching import BucketBatchSampler, EncodedSplit
+from tacred.data.batching import EncodedSplit
 from tacred.data.examples import Example
 from tacred.models.module import RelationExtractor
 from tacred.scoring import Score, score
@@ -109,14 +109,9 @@ def marked_sentence(ex: Example) -> str:
     return " ".join(out)
 
 
-@torch.no_grad()
 def predict_split(model: RelationExtractor, data: EncodedSplit, source: str = "", batch_size: int = 100) -> SplitPredictions:
     """Probabilities (N, L) of every example of ``data``, in the split's order."""
-    model.eval()
-    probs = torch.zeros(len(data), len(model.vocab.labels))
-    for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
-        batch = data.collate(indices).to(model.device)
-        probs[torch.as_tensor(indices)] = torch.softmax(model(batch).logits.float(), dim=-1).cpu()  # (B, L)
+    probs = model.split_probabilities(data, batch_size)
     return SplitPredictions(source, data.examples, list(model.vocab.labels.itos), model.vocab.no_relation_id,
                             data.labels.copy(), probs.numpy())
 

@@ -12,7 +12,8 @@ from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
-from tacred.checkpoints import LastCheckpoint, read_checkpoint
+from tacred.callbacks import LastCheckpoint
+from tacred.checkpoints import read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.models.module import RelationExtractor
 from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers

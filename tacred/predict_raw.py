@@ -32,17 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def predict_examples(model: torch.nn.Module, examples: Sequence[dict], batch_size: int = 50) -> torch.Tensor:
     """Probabilities (N, L) for TACRED-format dicts, in input order."""
-    from tacred.data.batching import BucketBatchSampler, EncodedSplit
+    from tacred.data.batching import EncodedSplit
     from tacred.data.examples import Example
 
     data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(examples)], model.vocab, source="input")
-    probs = torch.empty(len(data), len(model.vocab.labels))
-    model.eval()
-    with torch.inference_mode():
-        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
-            batch = data.collate(indices)
-            probs[batch.index] = torch.softmax(model(batch).logits.float(), dim=-1)
-    return probs
+    return model.split_probabilities(data, batch_size)
 
 
 def main(argv: list[str]) -> int:

@@ -93,42 +93,20 @@ def train_members(configs: list[str], seeds: list[int], out: Path, fit_args: lis
 
 
 # -- predicting -------------------------------------------------------------------------------------------
-def _data_module(checkpoint: Path, config: dict[str, Any], data_dir: str | None) -> Any:
-    import inspect
-
-    from tacred.data.datamodule import TacredDataModule
-
-    accepted = set(inspect.signature(TacredDataModule.__init__).parameters) - {"self"}
-    kwargs = {k: v for k, v in (config.get("data") or {}).items() if k in accepted}
-    if data_dir is not None:
-        kwargs["data_dir"] = data_dir
-    kwargs["vocab_path"] = str(checkpoint)  # the member's own vocabularies, never rebuilt ones
-    return TacredDataModule(**kwargs)
-
-
 def predict_member(checkpoint: Path, splits: list[str], data_dir: str | None, batch_size: int,
                    device: str) -> dict[str, MemberPredictions]:
-    """Probabilities of one checkpoint on each split (in-process, no Trainer)."""
-    import torch
-    import yaml
-
-    from tacred.checkpoints import read_checkpoint
+    """Probabilities of one checkpoint on each split (in-process, no Trainer), with its own data options and
+    vocabularies."""
+    from tacred.inspection import datamodule_for
     from tacred.models.module import RelationExtractor
 
-    config = yaml.safe_load(read_checkpoint(checkpoint).get("tacred_config") or "{}") or {}
     model = RelationExtractor.from_checkpoint(checkpoint, map_location=device)
-    data = _data_module(checkpoint, config, data_dir)
+    data = datamodule_for(checkpoint, data_dir)
     labels = model.label_names()
     result = {}
     for split in splits:
         encoded = data.encoded(split)
-        order = sorted(range(len(encoded)), key=lambda i: int(encoded.lengths[i]))  # little padding
-        probs = np.zeros((len(encoded), len(labels)), dtype=np.float64)
-        with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                batch = encoded.collate(order[start : start + batch_size]).to(device)
-                out = torch.softmax(model(batch).logits.float(), dim=-1).cpu().double().numpy()
-                probs[batch.index.cpu().numpy()] = out
+        probs = model.split_probabilities(encoded, batch_size).double().numpy()
         gold = [labels[i] for i in encoded.labels.tolist()]
         result[split] = MemberPredictions(list(encoded.ids), gold, labels, model.vocab.no_relation, probs)
     return result

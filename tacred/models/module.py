@@ -11,7 +11,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 
-from tacred.data.batching import Batch
+from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
@@ -188,6 +188,16 @@ class RelationExtractor(L.LightningModule):
         model.load_state_dict(ckpt["state_dict"])
         model.eval()
         return model.to(map_location)
+
+    @torch.inference_mode()
+    def split_probabilities(self, data: EncodedSplit, batch_size: int = 50) -> torch.Tensor:
+        """Label probabilities (N, L) of every example of an encoded split, in the split's order (no Trainer)."""
+        self.eval()
+        probs = torch.zeros(len(data), len(self.vocab.labels))
+        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):  # length-sorted: little padding
+            batch = data.collate(indices).to(self.device)
+            probs[batch.index.cpu()] = torch.softmax(self(batch).logits.float(), dim=-1).cpu()  # (B, L)
+        return probs
 
     def label_names(self) -> list[str]:
         return list(self.vocab.labels.itos)
