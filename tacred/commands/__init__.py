@@ -14,4 +14,5 @@ COMMANDS: dict[str, str] = {
     "ablate": "ablate",
     "plot": "plot",
     "threshold": "threshold",
+    "tune": "tune",
 }

@@ -15,7 +15,7 @@ from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
-from tacred.models.schedule import DecayOnStall
+from tacred.models.schedule import build_schedule
 from tacred.scoring import TacredScore
 from tacred.threshold import apply_threshold, load_threshold
 
@@ -30,7 +30,11 @@ class RelationExtractor(L.LightningModule):
         word_vectors: pretrained word vectors (linked from the data module), or None.
         network: architecture (:class:`NetworkConfig`).
         lr, momentum, weight_decay: SGD.
-        decay_start_epoch, decay_factor, decay_compare: the learning-rate rule (:class:`DecayOnStall`).
+        lr_schedule: ``"stall"`` (the paper: :class:`DecayOnStall`) or ``"cosine"`` (annealed to zero over
+            ``trainer.max_epochs``, blind to dev F1).
+        decay_start_epoch, decay_factor, decay_compare, decay_patience: the ``stall`` rule: from epoch
+            ``decay_start_epoch`` on, lr × ``decay_factor`` after ``decay_patience`` epochs in a row whose dev F1
+            did not beat the previous (``decay_compare: previous``) or the best (``best``) epoch.
         no_relation_weight: cross-entropy weight of the no-relation class (1.0: unweighted).
         output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
         no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.threshold`
@@ -50,6 +54,8 @@ class RelationExtractor(L.LightningModule):
         decay_start_epoch: int = 15,
         decay_factor: float = 0.9,
         decay_compare: str = "previous",
+        decay_patience: int = 1,
+        lr_schedule: str = "stall",
         no_relation_weight: float = 1.0,
         output_dir: str | None = None,
         no_relation_threshold: float | str | None = None,
@@ -159,9 +165,14 @@ class RelationExtractor(L.LightningModule):
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams
         optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
-        scheduler = DecayOnStall(optimizer, hp.decay_start_epoch, hp.decay_factor, hp.decay_compare)
-        return {"optimizer": optimizer,
-                "lr_scheduler": {"scheduler": scheduler, "monitor": "val/f1", "interval": "epoch", "strict": False}}
+        max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
+        scheduler, on_metric = build_schedule(hp.get("lr_schedule", "stall"), optimizer, max_epochs or 0,
+                                              hp.decay_start_epoch, hp.decay_factor, hp.decay_compare,
+                                              hp.get("decay_patience", 1))
+        config: dict[str, Any] = {"scheduler": scheduler, "interval": "epoch"}
+        if on_metric:
+            config.update(monitor="val/f1", strict=False)
+        return {"optimizer": optimizer, "lr_scheduler": config}
 
     # -- checkpoints ----------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
