@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 PARAM_TYPES = ("float", "int", "categorical")
 SAMPLERS = ("tpe", "random")
 PRUNERS = ("median", "hyperband", "none")
+OBJECTIVES = ("last", "best")
 STUDY_FILES = ("best.yaml", "trials.csv", "summary.md", "trials.json")
 FINISHED = ("COMPLETE", "PRUNED")
 
@@ -99,6 +100,8 @@ class SearchSpace:
     fixed: dict[str, Any] = field(default_factory=dict)
     seed: int = 1  # the training seed of every trial: trials differ only in their hyperparameters
     metric: str = "val/f1"
+    objective: str = "last"  # "last": mean dev F1 of the last ``window`` epochs (what a last-epoch test sees); "best"
+    window: int = 3
     sampler: dict[str, Any] = field(default_factory=dict)
     pruner: dict[str, Any] = field(default_factory=dict)
 
@@ -117,7 +120,8 @@ class SearchSpace:
     def from_dict(cls, data: Any, source: str = "search space") -> SearchSpace:
         if not isinstance(data, dict):
             raise TuneError(f"{source}: expected a mapping with 'parameters'")
-        unknown = set(data) - {"parameters", "configs", "fixed", "seed", "metric", "sampler", "pruner"}
+        unknown = set(data) - {"parameters", "configs", "fixed", "seed", "metric", "objective", "window", "sampler",
+                               "pruner"}
         if unknown:
             raise TuneError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
         params = data.get("parameters")
@@ -137,12 +141,29 @@ class SearchSpace:
         seed = data.get("seed", 1)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TuneError(f"{source}: 'seed' must be an integer; got {seed!r}")
+        objective, window = data.get("objective", "last"), data.get("window", 3)
+        if objective not in OBJECTIVES:
+            raise TuneError(f"{source}: 'objective' must be one of {', '.join(OBJECTIVES)}; got {objective!r}")
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise TuneError(f"{source}: 'window' must be a positive integer; got {window!r}")
         sampler, pruner = data.get("sampler") or {}, data.get("pruner") or {}
         for key, spec, names in (("sampler", sampler, SAMPLERS), ("pruner", pruner, PRUNERS)):
             if not isinstance(spec, dict) or spec.get("name", names[0]) not in names:
                 raise TuneError(f"{source}: '{key}' must be a mapping whose 'name' is one of {', '.join(names)}")
         return cls(tuple(_param(str(k), v, source) for k, v in params.items()), tuple(configs), dict(fixed),
-                   seed, str(data.get("metric", "val/f1")), dict(sampler), dict(pruner))
+                   seed, str(data.get("metric", "val/f1")), objective, window, dict(sampler), dict(pruner))
+
+    def score(self, dev_f1: dict[int, float]) -> float:
+        """The trial's value from its dev F1 per epoch."""
+        if self.objective == "best":
+            return max(dev_f1.values())
+        last = [dev_f1[e] for e in sorted(dev_f1)[-self.window:]]
+        return sum(last) / len(last)
+
+    def describe(self) -> str:
+        if self.objective == "best":
+            return f"best {self.metric} over the epochs of a trial"
+        return f"mean {self.metric} of the last {self.window} epochs of a trial"
 
 
 def override_args(values: dict[str, Any]) -> list[str]:
@@ -229,7 +250,7 @@ def run_number(trial: Any) -> int:
 
 @dataclass
 class Objective:
-    """Trains one trial in-process through the ``tacred fit`` CLI and returns its best dev F1."""
+    """Trains one trial in-process through the ``tacred fit`` CLI and returns its score (:meth:`SearchSpace.score`)."""
 
     space: SearchSpace
     trials_dir: Path
@@ -253,6 +274,7 @@ class Objective:
         log.info("trial %d (%s): %s", trial.number, run_dir, json.dumps(params))
         start = time.perf_counter()
         pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
+        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
         try:
             TacredCLI(args=self.fit_args(params, run_dir), trainer_defaults={"callbacks": [pruning]})
         finally:
@@ -261,7 +283,8 @@ class Objective:
         if not scores:
             raise TuneError(f"{run_dir}/metrics.csv: no dev F1 was logged")
         trial.set_user_attr("epochs", max(scores) + 1)
-        return max(scores.values())
+        trial.set_user_attr("best_dev_f1", max(scores.values()))
+        return self.space.score(scores)
 
 
 def trial_rows(study: Any) -> list[dict[str, Any]]:
@@ -272,6 +295,7 @@ def trial_rows(study: Any) -> list[dict[str, Any]]:
         rows.append({"number": t.number, "state": t.state.name, "value": t.value,
                      "epochs": t.user_attrs.get("epochs", (max(steps) + 1) if steps else 0),
                      "seconds": t.user_attrs.get("seconds"), "run_dir": t.user_attrs.get("run_dir", ""),
+                     "best_dev_f1": t.user_attrs.get("best_dev_f1", max(steps.values()) if steps else None),
                      "params": dict(t.params)})
     return rows
 
@@ -286,10 +310,11 @@ def best_trial(study: Any) -> Any | None:
 def render_trials_csv(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["number", "state", "dev_f1", "epochs", "seconds", *names])
+    writer.writerow(["number", "state", "value", "best_dev_f1", "epochs", "seconds", *names])
     for r in rows:
         value = "" if r["value"] is None else f"{r['value']:.6f}"
-        writer.writerow([r["number"], r["state"], value, r["epochs"], r["seconds"] or "",
+        best = "" if r["best_dev_f1"] is None else f"{r['best_dev_f1']:.6f}"
+        writer.writerow([r["number"], r["state"], value, best, r["epochs"], r["seconds"] or "",
                          *(r["params"].get(n, "") for n in names)])
     return buf.getvalue()
 
@@ -308,21 +333,24 @@ def render_summary(study: Any, space: SearchSpace, space_path: str, rows: Sequen
     hours = sum(r["seconds"] or 0 for r in rows) / 3600
     lines = [f"# Study `{study.study_name}`", "",
              f"Search space: `{space_path}` (base configs: {', '.join(f'`{c}`' for c in space.configs) or 'none'}; "
-             f"training seed {space.seed}; objective: best {space.metric} over the epochs of a trial, dev split only).",
+             f"training seed {space.seed}; objective: {space.describe()}, dev split only).",
              "", f"Budget so far: {len(rows)} trials ({', '.join(f'{n} {s.lower()}' for s, n in sorted(states.items()))}), "
              f"{epochs} epochs trained, {hours:.1f} h of training.", ""]
     if best is None:
         return "\n".join([*lines, "No trial has completed yet.", ""])
-    lines += [f"Best: trial {best.number}, dev F1 {100 * best.value:.2f} "
-              f"(`{best.user_attrs.get('run_dir', '')}`)", "", "| parameter | value |", "|---|---|"]
+    lines += [f"Best: trial {best.number}, value {100 * best.value:.2f} (best dev F1 "
+              f"{100 * best.user_attrs.get('best_dev_f1', best.value):.2f}; `{best.user_attrs.get('run_dir', '')}`)",
+              "", "| parameter | value |", "|---|---|"]
     lines += [f"| `{k}` | {_fmt(v)} |" for k, v in best.params.items()]
     names = [p.name for p in space.parameters]
     top = sorted((r for r in rows if r["value"] is not None), key=lambda r: -r["value"])[:10]
     lines += ["", "Ten best trials:", "",
-              "| trial | state | dev F1 | epochs | " + " | ".join(f"`{n.split('.')[-1]}`" for n in names) + " |",
-              "|---:|---|---:|---:|" + "---:|" * len(names)]
+              "| trial | state | value | best dev F1 | epochs | "
+              + " | ".join(f"`{n.split('.')[-1]}`" for n in names) + " |",
+              "|---:|---|---:|---:|---:|" + "---:|" * len(names)]
     for r in top:
-        lines.append(f"| {r['number']} | {r['state'].lower()} | {100 * r['value']:.2f} | {r['epochs']} | "
+        best_f1 = "" if r["best_dev_f1"] is None else f"{100 * r['best_dev_f1']:.2f}"
+        lines.append(f"| {r['number']} | {r['state'].lower()} | {100 * r['value']:.2f} | {best_f1} | {r['epochs']} | "
                      + " | ".join(_fmt(r["params"].get(n, "")) for n in names) + " |")
     return "\n".join([*lines, ""])
 
@@ -369,7 +397,8 @@ def write_study_files(study: Any, space: SearchSpace, space_path: str, out: Path
     best = best_trial(study)
     if best is not None:
         configs = " ".join(f"--config {c}" for c in space.configs)
-        header = (f"# Best trial {best.number} of study {study.study_name!r} (dev F1 {100 * best.value:.2f}),\n"
+        header = (f"# Best trial {best.number} of study {study.study_name!r} ({space.describe()}: "
+                  f"{100 * best.value:.2f}),\n"
                   f"# searched with {space_path}. Train with it:\n"
                   f"#   tacred fit {configs} --config {paths[0]} --seed_everything 1 --run_dir RUN\n")
         write_text_atomic(paths[0], header + yaml.safe_dump(nested({**space.fixed, **best.params}), sort_keys=False))

@@ -112,7 +112,8 @@ def run(args: argparse.Namespace, space: object) -> int:
     if best is None:
         print(f"study {name!r}: no trial has completed yet", file=sys.stderr)
         return 0
-    print(f"best trial {best.number}: dev F1 {100 * best.value:.2f}  ({best.user_attrs.get('run_dir', '')})")
+    print(f"best trial {best.number}: {space.describe()} {100 * best.value:.2f}  "
+          f"({best.user_attrs.get('run_dir', '')})")
     for key, value in best.params.items():
         print(f"  {key}: {value}")
     print("wrote " + ", ".join(str(p) for p in paths))
