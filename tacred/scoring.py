@@ -157,14 +157,17 @@ class TacredScore(Metric):
         preds, target = preds.reshape(-1).long(), target.reshape(-1).long()  # (N,)
         if preds.numel() == 0:
             return
-        both = torch.cat([preds, target])  # (2N,)
-        low, high = torch.stack([both.min(), both.max()]).tolist()
-        if low < 0 or high >= self.num_labels:
-            raise ValueError(f"label ids must lie in [0, {self.num_labels}), got values in [{low}, {high}]")
-        guessed = preds != self.no_relation_id
-        self.guessed += torch.bincount(preds[guessed], minlength=self.num_labels)
-        self.gold += torch.bincount(target[target != self.no_relation_id], minlength=self.num_labels)
-        self.correct += torch.bincount(preds[guessed & (preds == target)], minlength=self.num_labels)
+        if preds.device.type == "cpu":  # a free check here; on an accelerator it would wait for the device
+            both = torch.cat([preds, target])  # (2N,)
+            low, high = torch.stack([both.min(), both.max()]).tolist()
+            if low < 0 or high >= self.num_labels:
+                raise ValueError(f"label ids must lie in [0, {self.num_labels}), got values in [{low}, {high}]")
+        # counts by index_add_ on the device: no boolean indexing or bincount, which read sizes back to the host
+        guessed = (preds != self.no_relation_id).long()  # (N,)
+        preds = preds.clamp(0, self.num_labels - 1)
+        self.guessed.index_add_(0, preds, guessed)
+        self.gold.index_add_(0, target.clamp(0, self.num_labels - 1), (target != self.no_relation_id).long())
+        self.correct.index_add_(0, preds, guessed * (preds == target))
 
     def compute(self) -> dict[str, Tensor]:
         correct, guessed, gold = self.correct.sum().double(), self.guessed.sum().double(), self.gold.sum().double()

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
+from tacred.models.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
 from tacred.models.schedule import build_schedule
@@ -41,6 +42,8 @@ class RelationExtractor(L.LightningModule):
             (a number, or a ``threshold.json`` from ``tacred threshold tune``); None: the plain argmax.
             Not saved in checkpoints: pass it when testing or predicting.
         compile: run the network through ``torch.compile`` (pays off on GPUs; measure before using it on a CPU).
+        sparse_embedding: sparse word-embedding gradients when the recipe allows them (plain SGD, one process):
+            the same update, summed in a different order (last-bit differences; docs/performance.md).
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class RelationExtractor(L.LightningModule):
         output_dir: str | None = None,
         no_relation_threshold: float | str | None = None,
         compile: bool = False,
+        sparse_embedding: bool = True,
     ) -> None:
         super().__init__()
         if vocab is None:
@@ -83,6 +87,12 @@ class RelationExtractor(L.LightningModule):
         self.register_buffer("class_weights", weights, persistent=False)
         self.scores = torch.nn.ModuleDict({s: TacredScore(len(vocab.labels), vocab.no_relation_id) for s in ("val", "test")})
         self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def setup(self, stage: str) -> None:
+        if torch.are_deterministic_algorithms_enabled():
+            # `deterministic: true` also fills every torch.empty with NaN (to expose reads of uninitialised memory):
+            # ~150 fills per training step here that every kernel then overwrites; the results are the same
+            torch.utils.deterministic.fill_uninitialized_memory = False
 
     # -- steps --------------------------------------------------------------------------------------
     def forward(self, batch: Batch) -> NetworkOutput:
@@ -164,6 +174,12 @@ class RelationExtractor(L.LightningModule):
     # -- optimisation ---------------------------------------------------------------------------
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams
+        # Sparse word-embedding gradients: only the rows of the batch's words are zeroed, clipped and updated,
+        # instead of the whole (V, 300) matrix every step. Plain SGD on a sparse gradient is the same update;
+        # momentum and weight decay would touch every row, and DDP would all-reduce a sparse tensor.
+        world = self.trainer.world_size if self._trainer is not None else 1
+        self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and hp.momentum == 0 and hp.weight_decay == 0
+                                       and world == 1)
         optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
         max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
         scheduler, on_metric = build_schedule(hp.get("lr_schedule", "stall"), optimizer, max_epochs or 0,
@@ -173,6 +189,17 @@ class RelationExtractor(L.LightningModule):
         if on_metric:
             config.update(monitor="val/f1", strict=False)
         return {"optimizer": optimizer, "lr_scheduler": config}
+
+    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
+                                    gradient_clip_algorithm: str | None = None) -> None:
+        """Lightning's clipping, or ours when a gradient is sparse (torch's ``clip_grad_norm_`` rejects those)."""
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if not gradient_clip_val or not any(p.grad is not None and p.grad.is_sparse for p in params):
+            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        elif gradient_clip_algorithm == "value":
+            clip_grad_value_(params, float(gradient_clip_val))
+        else:
+            clip_grad_norm_(params, float(gradient_clip_val))
 
     # -- checkpoints ----------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
