@@ -177,6 +177,17 @@ class RelationExtractor(L.LightningModule):
             )
 
     @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None, hparams_file: Any = None,
+                             strict: bool | None = None, **kwargs: Any) -> RelationExtractor:  # type: ignore[override]
+        """Lightning's loader with the vocabularies that the checkpoint carries (they are not hyperparameters)."""
+        if "vocab" not in kwargs:
+            from tacred.checkpoints import read_checkpoint
+
+            kwargs["vocab"] = Vocabularies.from_dict(read_checkpoint(checkpoint_path)["tacred_vocab"])
+        return super().load_from_checkpoint(checkpoint_path, map_location=map_location, hparams_file=hparams_file,
+                                            strict=strict, **kwargs)
+
+    @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
         """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
         from tacred.checkpoints import read_checkpoint
