@@ -14,4 +14,6 @@ COMMANDS: dict[str, str] = {
     "ablate": "ablate",
     "plot": "plot",
     "threshold": "threshold",
+    "serve": "serve",
+    "export": "export",
 }
