@@ -180,8 +180,9 @@ class TrainingCurves:
 
 
 def read_training_curves(path: str | Path) -> TrainingCurves:
-    """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger. Rows hold one
-    logged item each with blanks elsewhere; learning-rate rows have no epoch and are placed by their step."""
+    """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger: one row per epoch
+    (:class:`tacred.loggers.EpochRowWriter`), or Lightning's layout of one row per logged item, where learning-rate
+    rows have no epoch and are placed by their step."""
     path = Path(path)
     if path.is_dir():
         path = path / "metrics.csv"
@@ -213,9 +214,12 @@ def read_training_curves(path: str | Path) -> TrainingCurves:
             if value is not None:
                 series[key][int(epoch)] = value  # a resumed run's later row wins
     for row in rows:
-        value, step = number(row, lr_key), number(row, "step")
-        if value is not None and number(row, "epoch") is None:
-            # logged at the start of an epoch: the epoch is the number of epochs that ended before this step
+        value, step, epoch = number(row, lr_key), number(row, "step"), number(row, "epoch")
+        if value is not None and epoch is not None:  # one row per epoch: the rate the epoch trained with
+            series["lr"][int(epoch)] = value
+        elif value is not None:
+            # older files, a row per logged item: the rate is logged at the start of an epoch, whose number is the
+            # count of epochs that ended before this step
             series["lr"][sum(1 for s in end_step.values() if s < (step or 0))] = value
     get = lambda key: sorted(series[key].items())  # noqa: E731
     return TrainingCurves(get("train/loss"), get("val/f1"), get("val/precision"), get("val/recall"), get("lr"))

@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from jsonargparse import Namespace
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from tacred.callbacks import LastCheckpoint
 from tacred.checkpoints import read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.models.module import RelationExtractor
+from tacred.progress import EpochSummary, TextModelSummary
+from tacred.quiet import quiet_libraries
 from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
 
 log = logging.getLogger(__name__)
@@ -40,11 +42,19 @@ class ConfigInCheckpoint(SaveConfigCallback):
 
 class TacredCLI(LightningCLI):
     def __init__(self, args: list[str] | None = None, **kwargs: Any) -> None:
+        quiet_libraries()
         super().__init__(
             RelationExtractor, TacredDataModule, args=args,
             save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
             load_from_checkpoint_support=False, auto_configure_optimizers=False, **kwargs,
         )
+
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        if subcommand in ("validate", "test"):
+            # the scorer's report is printed already: Lightning's table would repeat it with 16 digits
+            parser.set_defaults(verbose=False)
+        return parser
 
     def _parse_ckpt_path(self) -> None:
         """Keep the command line as given: Lightning would re-apply the checkpoint's saved model hyperparameters
@@ -113,8 +123,12 @@ class TacredCLI(LightningCLI):
                 callback.given_logger = self._given_logger
         if wandb_loggers(self.trainer.loggers):
             self.trainer.callbacks.append(WandbTracking())
+        # Lightning's summary has a FLOPs column that stays 0 (it needs an example input): ours leaves it out
+        self.trainer.callbacks = [TextModelSummary(max_depth=getattr(c, "_max_depth", 1))
+                                  if isinstance(c, ModelSummary) else c for c in self.trainer.callbacks]
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
+            self.trainer.callbacks.append(EpochSummary())
         if self.subcommand == "fit" and self.trainer.logger is not None:
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:

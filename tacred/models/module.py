@@ -134,7 +134,8 @@ class RelationExtractor(L.LightningModule):
         values = {k: float(v) for k, v in result.items()}
         # compute() already summed the counts over all processes, so every rank holds the same values: "max"
         # keeps them exact (a mean over ranks could round) and silences Lightning's missing-sync warning
-        self.log_dict({f"{stage}/{k}": v for k, v in values.items()}, sync_dist=True, reduce_fx="max")
+        self.log_dict({f"{stage}/{k}": v for k, v in values.items() if k != "f1"}, sync_dist=True, reduce_fx="max")
+        self.log(f"{stage}/f1", values["f1"], sync_dist=True, reduce_fx="max", prog_bar=stage == "val")
         return values
 
     def on_validation_epoch_end(self) -> None:
