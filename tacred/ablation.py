@@ -89,7 +89,8 @@ def fit_command(config: str | Path, variant: Variant, seed: int, run: Path, max_
 
 def test_command(checkpoint: Path, run: Path) -> list[str]:
     """``tacred test`` of a checkpoint (its own saved configuration), writing test_metrics.json into ``run``."""
-    return [sys.executable, "-m", "tacred", "test", "--ckpt_path", str(checkpoint), "--run_dir", str(run)]
+    return [sys.executable, "-m", "tacred", "test", "--ckpt_path", str(checkpoint), "--run_dir", str(run),
+            "--overwrite", "true"]  # a repeated test (an interrupted sweep) replaces the run's test_metrics.json
 
 
 def dev_f1_by_epoch(metrics_csv: Path) -> dict[int, float]:

@@ -13,10 +13,10 @@ import torch.nn.functional as F
 
 from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
+from tacred.metrics import TacredScore
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
 from tacred.models.schedule import DecayOnStall
-from tacred.scoring import TacredScore
 from tacred.threshold import apply_threshold, load_threshold
 
 STAGES = ("train", "val", "test")
