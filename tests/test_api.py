@@ -133,3 +133,21 @@ def test_lightning_load_from_checkpoint_works(checkpoint, model, test_examples):
     for name, value in model.model.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], value), name
     assert loaded.vocab.fingerprint() == model.model.vocab.fingerprint()
+
+
+def test_predict_sentences_takes_the_options_of_predict_and_keeps_earlier_outputs(checkpoint, tmp_path, capsys,
+                                                                                     monkeypatch, nlp):
+    import io
+
+    from tacred.predict_raw import main
+
+    argv = ["--ckpt_path", str(checkpoint), "--sentences", "-", "--num_threads", "1",
+            "--model.no_relation_threshold", "50", "--data.batch_size", "8", "--run_dir", str(tmp_path)]
+    for _ in range(2):
+        monkeypatch.setattr("sys.stdin", io.StringIO(MARKED + "\n"))
+        assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["line-1\tno_relation\t" + out[0].split("\t")[2] + "\tMaria Lopez -> Acme Holdings"] * 2
+    first = json.loads((tmp_path / "predictions.jsonl").read_text())
+    assert first["relation"] == "no_relation" and set(first["probabilities"]) == set(first["probabilities"])
+    assert (tmp_path / "predictions-1.jsonl").read_text() == (tmp_path / "predictions.jsonl").read_text()
