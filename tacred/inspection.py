@@ -141,7 +141,7 @@ class AttentionView:
     obj: tuple[int, int]
     self_attention: list[np.ndarray]  # per layer (H, T, T): row = query token, column = key token
     position_attention: np.ndarray | None  # (T,)
-    gold: str
+    gold: str | None  # None: an unlabelled sentence (its relation in the file is a placeholder)
     predicted: str
     probability: float
 
@@ -155,8 +155,9 @@ class AttentionView:
 
 
 @torch.no_grad()
-def attention_view(model: RelationExtractor, data: EncodedSplit, index: int) -> AttentionView:
-    """Run the model on example ``index`` alone (no padding) and keep every attention weight."""
+def attention_view(model: RelationExtractor, data: EncodedSplit, index: int, labelled: bool = True) -> AttentionView:
+    """Run the model on example ``index`` alone (no padding) and keep every attention weight; ``labelled=False``
+    leaves the gold label out (sentences whose relation is only a placeholder, as ``tacred annotate`` writes)."""
     model.eval()
     out = model(data.collate([index]).to(model.device))
     probs = torch.softmax(out.logits.float(), dim=-1)[0].cpu()  # (L,)
@@ -165,7 +166,7 @@ def attention_view(model: RelationExtractor, data: EncodedSplit, index: int) -> 
     position = out.position_attention[0].cpu().numpy() if out.position_attention is not None else None
     return AttentionView(ex.id, list(ex.tokens), (ex.subj_start, ex.subj_end), (ex.obj_start, ex.obj_end),
                          [w[0].cpu().numpy() for w in out.self_attention], position,
-                         labels[int(data.labels[index])], labels[best], float(probs[best]))
+                         labels[int(data.labels[index])] if labelled else None, labels[best], float(probs[best]))
 
 
 @dataclass
