@@ -151,3 +151,13 @@ def test_predict_sentences_takes_the_options_of_predict_and_keeps_earlier_output
     first = json.loads((tmp_path / "predictions.jsonl").read_text())
     assert first["relation"] == "no_relation" and set(first["probabilities"]) == set(first["probabilities"])
     assert (tmp_path / "predictions-1.jsonl").read_text() == (tmp_path / "predictions.jsonl").read_text()
+
+
+def test_the_readme_example_runs(checkpoint, nlp, capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = next(b.split("\n", 1)[1] for b in readme.split("```python")[1:] if "load_model" in b)
+    code = block.split("```", 1)[0].replace('"runs/demo/checkpoints/best.ckpt"', repr(str(checkpoint)))
+    assert repr(str(checkpoint)) in code
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example, as a user runs it
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[0].endswith("Maria Lopez -> Acme Holdings")
