@@ -158,6 +158,11 @@ class TacredCLI(LightningCLI):
         # Lightning's summary has a FLOPs column that stays 0 (it needs an example input): ours leaves it out
         self.trainer.callbacks = [TextModelSummary(max_depth=getattr(c, "_max_depth", 1))
                                   if isinstance(c, ModelSummary) else c for c in self.trainer.callbacks]
+        if self.subcommand == "fit" and self.config.fit.ckpt_path:
+            import warnings
+
+            # resuming: the checkpoint folder is expected to hold the run's own checkpoints
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
             self.trainer.callbacks.append(EpochSummary())
