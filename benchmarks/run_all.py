@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import data_pipeline  # noqa: E402
 import inference  # noqa: E402
 import relative_attention  # noqa: E402
+import serving  # noqa: E402
 import training  # noqa: E402
 from common import busy_warning, machine_line  # noqa: E402
 
@@ -24,6 +25,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "profile": lambda quick: training.profile_table(quick, steps=5 if quick else 40),
     "inference": lambda quick: inference.run(quick).render(),
     "data": lambda quick: data_pipeline.run(quick).render(),
+    "serving": lambda quick: serving.run(quick).render(),
 }
 
 

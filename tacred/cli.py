@@ -26,17 +26,26 @@ Tools:
 """
 
 
+def command_help(module: str) -> str | None:
+    """The ``HELP`` line of ``tacred.commands.<module>``, read from its source: importing every command (and with it
+    torch, Lightning, spaCy) would make ``tacred --help`` take seconds."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(f"tacred.commands.{module}")
+    if spec is None or spec.origin is None:
+        return None
+    for node in ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HELP" for t in node.targets)
+                and isinstance(node.value, ast.Constant)):
+            return str(node.value.value)
+    return None
+
+
 def _tools_help() -> str:
     from tacred.commands import COMMANDS
 
-    lines = []
-    for name, module in COMMANDS.items():
-        try:
-            text = importlib.import_module(f"tacred.commands.{module}").HELP
-        except ImportError:
-            continue
-        lines.append(f"  {name:<10} {text}")
-    return "\n".join(lines)
+    return "\n".join(f"  {name:<10} {command_help(module) or ''}" for name, module in COMMANDS.items())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from jsonargparse import Namespace
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from tacred.callbacks import LastCheckpoint
 from tacred.checkpoints import read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.models.module import RelationExtractor
+from tacred.progress import EpochSummary, TextModelSummary
+from tacred.quiet import quiet_libraries
 from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
 
 log = logging.getLogger(__name__)
@@ -40,11 +42,33 @@ class ConfigInCheckpoint(SaveConfigCallback):
 
 class TacredCLI(LightningCLI):
     def __init__(self, args: list[str] | None = None, **kwargs: Any) -> None:
+        quiet_libraries()
         super().__init__(
             RelationExtractor, TacredDataModule, args=args,
             save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
             load_from_checkpoint_support=False, auto_configure_optimizers=False, **kwargs,
         )
+
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        if subcommand in ("validate", "test"):
+            # the scorer's report is printed already: Lightning's table would repeat it with 16 digits
+            parser.set_defaults(verbose=False)
+        if subcommand in ("test", "predict"):
+            parser.add_argument("--overwrite", type=bool, default=False,
+                                help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
+                                     "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
+                                     "chosen (test_predictions-1.jsonl, ...).")
+        if subcommand == "predict":
+            from tacred.predict_raw import RAW_OPTIONS
+
+            group = parser.add_argument_group(
+                "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "
+                "[--output table|jsonl]; also --threshold, --spacy-model, --batch-size, --num_threads, --run_dir")
+            for name, options in RAW_OPTIONS:
+                if name != "--overwrite":
+                    group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])
+        return parser
 
     def _parse_ckpt_path(self) -> None:
         """Keep the command line as given: Lightning would re-apply the checkpoint's saved model hyperparameters
@@ -106,15 +130,42 @@ class TacredCLI(LightningCLI):
         elif self.subcommand == "fit" and cfg.ckpt_path and not _lightning_ckpt_name(cfg.ckpt_path):
             checkpoint = read_checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
         resume_wandb_run(cfg.trainer.logger, checkpoint)
+        self._final_step = None if checkpoint is None or self.subcommand == "fit" else checkpoint.get("global_step")
+
+    def _resolved_config(self) -> dict[str, Any]:
+        """This command's whole configuration as plain data (what config.yaml holds), for the W&B run's config."""
+        import yaml
+
+        config = self.config.get(str(self.subcommand), self.config).clone()
+        config.trainer.logger = self._given_logger
+        return yaml.safe_load(self._parser(self.subcommand).dump(config, skip_none=False)) or {}
 
     def after_instantiate_classes(self) -> None:
         for callback in self.trainer.callbacks:
             if isinstance(callback, ConfigInCheckpoint):
                 callback.given_logger = self._given_logger
         if wandb_loggers(self.trainer.loggers):
-            self.trainer.callbacks.append(WandbTracking())
+            for logger in wandb_loggers(self.trainer.loggers):
+                # Lightning always passes `anonymous`, and wandb warns that the setting no longer has an effect
+                if logger._wandb_init.get("anonymous") is None:
+                    logger._wandb_init.pop("anonymous", None)
+            self.trainer.callbacks.append(WandbTracking(self._resolved_config(), self._final_step))
+        if self.subcommand != "fit":
+            self.model.overwrite_outputs = bool(self.config[self.subcommand].get("overwrite"))
+            # evaluating never rewrites the hyperparameters of the run that trained the model (output_dir, vocab_path)
+            self.model._log_hyperparams = False
+            self.datamodule._log_hyperparams = False
+        # Lightning's summary has a FLOPs column that stays 0 (it needs an example input): ours leaves it out
+        self.trainer.callbacks = [TextModelSummary(max_depth=getattr(c, "_max_depth", 1))
+                                  if isinstance(c, ModelSummary) else c for c in self.trainer.callbacks]
+        if self.subcommand == "fit" and self.config.fit.ckpt_path:
+            import warnings
+
+            # resuming: the checkpoint folder is expected to hold the run's own checkpoints
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
+            self.trainer.callbacks.append(EpochSummary())
         if self.subcommand == "fit" and self.trainer.logger is not None:
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow  # trains the model 5 times for 2 tiny epochs
 
 def test_every_table_names_the_machine(quick_output):
     text, _ = quick_output
-    assert text.count("- machine: ") >= 5
+    assert text.count("- machine: ") >= 6
     assert "cores" in text and "torch " in text
     assert re.search(r"^total: \d+ s$", text, re.M)
 
@@ -81,6 +81,15 @@ def test_data_table_covers_the_data_path_and_the_glove_cache(quick_output):
     first = next(r for r in rows if r[0].startswith("GloVe matrix, first build"))
     second = next(r for r in rows if r[0].startswith("GloVe matrix, second load from the cache"))
     assert first[1] == second[1] == "5,000"
+
+
+def test_serving_table_has_requests_per_second_and_latency(quick_output):
+    rows = table_rows(quick_output[0], "Serving")
+    assert [r[0] for r in rows] == ["1", "8", "32"]
+    for row in rows:
+        assert int(row[1]) > 0 and float(row[2].replace(",", "")) > 0  # requests answered, requests/s
+        assert float(row[3]) <= float(row[4].replace(",", ""))  # p50 <= p99
+        assert row[5] == "0"  # no errors
 
 
 def test_out_file_holds_the_printed_tables(quick_output):

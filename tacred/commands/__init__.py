@@ -15,4 +15,6 @@ COMMANDS: dict[str, str] = {
     "plot": "plot",
     "threshold": "threshold",
     "tune": "tune",
+    "serve": "serve",
+    "export": "export",
 }

@@ -164,7 +164,8 @@ class TacredDataModule(L.LightningDataModule):
         """GloVe vectors for the word vocabulary, or None (the model then initialises randomly)."""
         if self.vocab_path or not self.glove_path:
             if not self.vocab_path:
-                log.warning("no glove_path given: word vectors are initialised randomly")
+                log.warning("no glove_path given: word vectors are initialised randomly "
+                            "(pass --data.glove_path glove.840B.300d.zip for the paper's pretrained vectors)")
             return None
         from tacred.data.glove import build_embedding_matrix
 

@@ -13,11 +13,11 @@ import torch.nn.functional as F
 
 from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
+from tacred.metrics import TacredScore
 from tacred.models.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
 from tacred.models.schedule import build_schedule
-from tacred.scoring import TacredScore
 from tacred.threshold import apply_threshold, load_threshold
 
 STAGES = ("train", "val", "test")
@@ -150,7 +150,8 @@ class RelationExtractor(L.LightningModule):
         values = {k: float(v) for k, v in result.items()}
         # compute() already summed the counts over all processes, so every rank holds the same values: "max"
         # keeps them exact (a mean over ranks could round) and silences Lightning's missing-sync warning
-        self.log_dict({f"{stage}/{k}": v for k, v in values.items()}, sync_dist=True, reduce_fx="max")
+        self.log_dict({f"{stage}/{k}": v for k, v in values.items() if k != "f1"}, sync_dist=True, reduce_fx="max")
+        self.log(f"{stage}/f1", values["f1"], sync_dist=True, reduce_fx="max", prog_bar=stage == "val")
         return values
 
     def on_validation_epoch_end(self) -> None:
@@ -213,6 +214,17 @@ class RelationExtractor(L.LightningModule):
                 "the checkpoint was trained with different vocabularies than the data module built; "
                 "pass --data.vocab_path <checkpoint> (tacred test/predict do this automatically)"
             )
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None, hparams_file: Any = None,
+                             strict: bool | None = None, **kwargs: Any) -> RelationExtractor:  # type: ignore[override]
+        """Lightning's loader with the vocabularies that the checkpoint carries (they are not hyperparameters)."""
+        if "vocab" not in kwargs:
+            from tacred.checkpoints import read_checkpoint
+
+            kwargs["vocab"] = Vocabularies.from_dict(read_checkpoint(checkpoint_path)["tacred_vocab"])
+        return super().load_from_checkpoint(checkpoint_path, map_location=map_location, hparams_file=hparams_file,
+                                            strict=strict, **kwargs)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
