@@ -17,6 +17,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from tacred.constants import NO_RELATION
+from tacred.errors import TacredError
 
 Label = Hashable  # a relation name (str) or a label id (int)
 
@@ -248,7 +249,7 @@ def format_semeval_report(result: SemEvalScore) -> str:
     return "\n".join(lines)
 
 
-class LabelFileError(ValueError):
+class LabelFileError(TacredError, ValueError):
     """A label file that cannot be read or aligned; the message names the file and the line or example."""
 
 

@@ -24,13 +24,14 @@ from tacred.ensemble import (
     mean_std,
     votes,
 )
+from tacred.errors import TacredError
 
 HELP = "Train K seeds (or take K checkpoints) and score each member, their mean ± std, and two ensembles."
 FINISHED = "fit_finished.json"
 SPLITS = ("dev", "test")
 
 
-class EnsembleError(Exception):
+class EnsembleError(TacredError):
     """A problem the user can fix (a failed member run, mismatched members, a missing file)."""
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tacred.constants import TACRED_LABELS
+from tacred.errors import TacredError
 
 Mode = Literal["tacrev", "retacred"]
 MODES: tuple[Mode, ...] = ("tacrev", "retacred")
@@ -62,7 +63,7 @@ LABEL_SETS: dict[Mode, tuple[str, ...]] = {"tacrev": TACREV_LABELS, "retacred": 
 _MAX_LISTED = 5  # ids quoted in one error message
 
 
-class PatchError(ValueError):
+class PatchError(TacredError, ValueError):
     """A patch or data file that cannot be read or applied; the message names the file and entry."""
 
 

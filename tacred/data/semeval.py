@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tacred.constants import NO_RELATION
 from tacred.data.annotate import MarkerError, parse_markers
 from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
+from tacred.errors import TacredError
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -39,7 +40,7 @@ _FILE_LABELS = frozenset((OTHER, *SEMEVAL_LABELS[1:]))
 _SENTENCE = re.compile(r'(\d+)\s+"(.*)"\s*')
 
 
-class SemEvalError(ValueError):
+class SemEvalError(TacredError, ValueError):
     """A SemEval file or sentence that cannot be read or converted (names file, line and id)."""
 
 

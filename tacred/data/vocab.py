@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred import constants as C
+from tacred.errors import ConfigError
 
 
 @dataclass
@@ -120,7 +121,8 @@ def build_vocabularies(
 ) -> Vocabularies:
     """Build the vocabularies from training examples (:class:`tacred.data.examples.Example`)."""
     if no_relation not in labels:
-        raise ValueError(f"the no-relation label {no_relation!r} is not among the labels {list(labels)[:8]}...")
+        raise ConfigError(f"--data.no_relation {no_relation!r}: not among the labels {list(labels)[:8]}"
+                          f"{'...' if len(labels) > 8 else ''}")
     words: Counter[str] = Counter()
     pos: Counter[str] = Counter()
     ner: Counter[str] = Counter()

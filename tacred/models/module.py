@@ -18,6 +18,7 @@ from tacred.models.network import NetworkOutput, RelationNetwork
 from tacred.models.schedule import DecayOnStall
 from tacred.scoring import TacredScore
 from tacred.threshold import apply_threshold, load_threshold
+from tacred.validation import check_module
 
 STAGES = ("train", "val", "test")
 
@@ -58,6 +59,10 @@ class RelationExtractor(L.LightningModule):
         super().__init__()
         if vocab is None:
             raise ValueError("RelationExtractor needs the vocabularies (given by the data module or a checkpoint)")
+        check_module({"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+                      "decay_start_epoch": decay_start_epoch, "decay_factor": decay_factor,
+                      "decay_compare": decay_compare, "no_relation_weight": no_relation_weight,
+                      "no_relation_threshold": no_relation_threshold})
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
