@@ -7,6 +7,7 @@ Every error a user can fix derives from :class:`TacredError`; :func:`report` tur
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -42,12 +43,31 @@ def one_line(err: BaseException) -> str:
     """The message of ``err`` on one line (a file name in an OSError included)."""
     if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in str(err.strerror or ""):
         text = f"{err.filename}: {err.strerror or err}"
+    elif type(err).__name__ == "ArgumentError":
+        text = option_message(" ".join(str(err).split()))
     elif isinstance(err, UnicodeDecodeError):
         text = f"not UTF-8 text: byte {err.object[err.start:err.start + 1]!r} at offset {err.start}"
     else:
         text = str(err) or type(err).__name__
     text = " ".join(text.split())
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def option_message(text: str) -> str:
+    """jsonargparse's message for a bad value, shortened to ``--OPTION 'VALUE': expected ...``."""
+    keys = re.findall(r'Parser key "([^"]+)"', text)
+    if not keys:
+        return text
+    option = "--" + ".".join(dict.fromkeys(keys))  # "model.network" then "num_heads"
+    match = re.search(r"Expected a (?:typing\.Literal\[(.*?)\]|<class '(?:[\w.]*\.)?(\w+)'>)\. Got value: (.*?)(?: - |$)", text)
+    if match:
+        expected = f"one of {match.group(1)}" if match.group(1) else f"a value of type {match.group(2)}"
+        return f"{option} {match.group(3).strip()!r}: expected {expected}"
+    match = re.search(r"Subtypes: \[(.*?)\].*Given value: (.*)$", text)
+    if match:
+        types = ["None" if t == "NoneType" else t for t in re.findall(r"<class '(?:[\w.]*\.)?(\w+)'>", match.group(1))]
+        return f"{option} {match.group(2).strip()!r}: expected a value of type {' or '.join(types)}"
+    return f"{option}: {text.split(': ', 1)[-1]}"
 
 
 def report(command: str, err: BaseException) -> int:

@@ -183,7 +183,7 @@ class TacredDataModule(L.LightningDataModule):
         log.info("GloVe coverage: %d of %d words (%.1f%%)", result.found, len(self.vocab.words), 100 * result.coverage)
         if result.coverage < self.min_glove_coverage:
             raise GloveFormatError(
-                f"{self.glove_path}: covers {result.found} of {result.found + len(result.missing)} words "
+                f"--data.glove_path {self.glove_path}: covers {result.found} of {result.found + len(result.missing)} words "
                 f"({result.coverage:.1%}), below --data.min_glove_coverage {self.min_glove_coverage}; check the file "
                 "and --data.lowercase, or pass --data.min_glove_coverage 0 to train on mostly random vectors")
         return result.vectors
