@@ -82,15 +82,21 @@ def report(command: str, err: BaseException) -> int:
 
 
 def read_text(path: str | Path, what: str = "") -> str:
-    """A UTF-8 text file's content; a file that is not UTF-8 is a :class:`TacredError` naming it and the line."""
-    path = Path(path)
-    data = path.read_bytes()
+    """A UTF-8 text file's content (``-``: standard input); text that is not UTF-8 is a :class:`TacredError` naming
+    the file and the line."""
+    if str(path) == "-":
+        return decode_text(sys.stdin.buffer.read(), "<stdin>", what)
+    return decode_text(Path(path).read_bytes(), str(path), what)
+
+
+def decode_text(data: bytes, name: str, what: str = "") -> str:
+    """``data`` decoded as UTF-8 (a byte-order mark is dropped); otherwise a :class:`TacredError` naming ``name``."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         label = f"{what} " if what else ""
-        raise TacredError(f"{label}{path}, line {line}: not UTF-8 text (byte {data[err.start:err.start + 1]!r} "
+        raise TacredError(f"{label}{name}, line {line}: not UTF-8 text (byte {data[err.start:err.start + 1]!r} "
                           f"at offset {err.start}); convert the file to UTF-8") from None
 
 

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 
@@ -44,12 +43,13 @@ def main(argv: list[str]) -> int:
     from tacred.checkpoints import CheckpointError
     from tacred.data.annotate import AnnotationError, annotate_marked, annotate_offsets
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.errors import read_text
     from tacred.models.module import RelationExtractor
     from tacred.threshold import ThresholdError, apply_threshold, load_threshold
 
     try:
         source = "<stdin>" if args.sentences == "-" else args.sentences
-        lines = sys.stdin.read().splitlines() if args.sentences == "-" else Path(args.sentences).read_text(encoding="utf-8").splitlines()
+        lines = read_text(args.sentences).splitlines()
         model = RelationExtractor.from_checkpoint(args.ckpt_path)
         nlp = load_spacy(args.spacy_model)
         threshold = load_threshold(args.threshold) if args.threshold is not None else None

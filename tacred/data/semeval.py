@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tacred.constants import NO_RELATION
 from tacred.data.annotate import MarkerError, parse_markers
 from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
-from tacred.errors import TacredError
+from tacred.errors import TacredError, read_text
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -64,7 +64,7 @@ def read_semeval(path: str | Path) -> list[SemEvalRecord]:
     path = Path(path)
     if not path.is_file():
         raise SemEvalError(f"{path}: SemEval file not found")
-    lines = path.read_text(encoding="utf-8-sig").splitlines()  # handles CRLF and LF
+    lines = read_text(path, "SemEval source").splitlines()  # handles CRLF and LF
     records: list[SemEvalRecord] = []
     seen: dict[int, int] = {}
     i = 0
