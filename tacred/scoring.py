@@ -255,7 +255,7 @@ class LabelFileError(TacredError, ValueError):
 
 def _record(obj: object, path: Path, where: str) -> tuple[str, str | None]:
     if not isinstance(obj, Mapping) or not isinstance(obj.get("relation"), str) or not obj["relation"].strip():
-        raise LabelFileError(f"{path}: {where}: expected an object with a non-empty string 'relation', "
+        raise LabelFileError(f"{path}: {where}: expected an object with a string 'relation' (not empty), "
                              f"got {str(obj)[:80]}")
     ident = obj.get("id")
     if ident is not None and not isinstance(ident, (str, int)):

@@ -41,9 +41,13 @@ def check_network(values: Mapping[str, Any], prefix: str = "") -> None:
                  "max_relative_distance", "shaw_clip", "lstm_hidden", "lstm_layers", "attention_dim"):
         if name in values:
             at_least(values[name], 1, prefix + name)
-    for name in ("word_dropout", "dropout", "attention_dropout"):
+    for name in ("dropout", "attention_dropout"):
         if name in values:
             probability(values[name], prefix + name)
+    if "word_dropout" in values:  # words replaced by <UNK>, not rescaled: 1 is allowed
+        word_dropout = values["word_dropout"]
+        _require(_number(word_dropout) and 0 <= word_dropout <= 1, prefix + "word_dropout", word_dropout,
+                 "must be a probability in [0, 1]")
     heads = values.get("num_heads", 3)
     d_model = sum(values.get(k, 30) for k in ("pos_dim", "ner_dim")) + values.get("word_dim", 300)
     if values.get("encoder", "self_attention") != "lstm" and d_model % heads:
