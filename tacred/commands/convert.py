@@ -48,13 +48,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {path}")
         return 0
 
-    from tacred.data.semeval import SemEvalError, write_release
+    from tacred.data.semeval import SemEvalError, check_release, write_release
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
     if args.batch_size < 1:
         print(f"tacred convert: error: --batch-size must be at least 1, got {args.batch_size}", file=sys.stderr)
         return 2
     try:
+        check_release(args.src, args.dev_size)
         nlp = load_spacy(args.spacy_model)
         info = write_release(args.src, args.out, dev_size=args.dev_size, seed=args.seed, nlp=nlp,
                              batch_size=args.batch_size)

@@ -203,4 +203,9 @@ def annotate_offsets(
         except MarkerError as err:
             raise AnnotationError(source, n, str(err)) from err
         pending.append((n, ex_id or f"line-{n}", marked, relation))
+    first: dict[str, int] = {}
+    for n, ex_id, _, _ in pending:
+        if ex_id in first:
+            raise AnnotationError(source, n, f"id {ex_id!r} repeats the id of line {first[ex_id]}; ids must be unique")
+        first[ex_id] = n
     return _annotate(pending, nlp, source, batch_size)

@@ -147,6 +147,20 @@ def convert_release(
     }
 
 
+def check_release(src_dir: str | Path, dev_size: int = 1500) -> None:
+    """Read both release files and every sentence's markers, so a bad source fails before spaCy is loaded."""
+    src_dir = Path(src_dir)
+    if not src_dir.is_dir():
+        raise SemEvalError(f"{src_dir}: not a folder (expected the folder holding {TRAIN_FILE} and {TEST_FILE})")
+    train = read_semeval(src_dir / TRAIN_FILE)
+    split_dev(train, dev_size)
+    for rec in (*train, *read_semeval(src_dir / TEST_FILE)):
+        try:
+            parse_markers(rec.sentence)
+        except MarkerError as err:
+            raise SemEvalError(f"{rec.where}: {err}") from None
+
+
 def _write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (temporary file in the same folder, then rename)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")  # open() keeps the umask's permissions
