@@ -77,8 +77,8 @@ def _dispatch(argv: list[str]) -> int:
     if argv[0] in COMMANDS:
         return importlib.import_module(f"tacred.commands.{COMMANDS[argv[0]]}").main(argv[1:])
     if argv[0] not in LIGHTNING_COMMANDS:
-        print(f"tacred: unknown command {argv[0]!r}\n", file=sys.stderr)
-        print(USAGE.format(tools=_tools_help()), file=sys.stderr)
+        known = ", ".join([*LIGHTNING_COMMANDS, *COMMANDS])
+        print(f"tacred: error: unknown command {argv[0]!r} (commands: {known}; see tacred --help)", file=sys.stderr)
         return 2
     if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
         from tacred.predict_raw import main as predict_raw
@@ -133,14 +133,20 @@ def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
     ckpt_path = _option(argv, "--ckpt_path")
     if ckpt_path is None:
         return argv
-    from tacred.checkpoints import read_checkpoint
+    from tacred.checkpoints import CheckpointError, read_checkpoint
 
     config: Any = read_checkpoint(ckpt_path).get("tacred_config")
-    if not config:
-        return argv
+    if not isinstance(config, str) or not config:
+        raise CheckpointError(f"{ckpt_path}: holds no tacred configuration (not written by `tacred fit`?); "
+                              "pass the run's config.yaml with --config")
     import yaml
 
-    data = yaml.safe_load(config)
+    try:
+        data = yaml.safe_load(config)
+    except yaml.YAMLError as err:
+        raise CheckpointError(f"{ckpt_path}: its stored configuration is not valid YAML ({err})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{ckpt_path}: its stored configuration is not a mapping of options")
     for key in ("ckpt_path", "resume", "verbose"):
         data.pop(key, None)
     # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply

@@ -152,13 +152,13 @@ def check_release(src_dir: str | Path, dev_size: int = 1500) -> None:
     src_dir = Path(src_dir)
     if not src_dir.is_dir():
         raise SemEvalError(f"{src_dir}: not a folder (expected the folder holding {TRAIN_FILE} and {TEST_FILE})")
-    train = read_semeval(src_dir / TRAIN_FILE)
-    split_dev(train, dev_size)
-    for rec in (*train, *read_semeval(src_dir / TEST_FILE)):
+    train, test = read_semeval(src_dir / TRAIN_FILE), read_semeval(src_dir / TEST_FILE)
+    for rec in (*train, *test):
         try:
             parse_markers(rec.sentence)
         except MarkerError as err:
             raise SemEvalError(f"{rec.where}: {err}") from None
+    split_dev(train, dev_size)
 
 
 def _write_json(path: Path, data: Any) -> None:
