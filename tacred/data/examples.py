@@ -120,6 +120,8 @@ def _read_records(path: Path) -> list[Any]:
 
     if path.stat().st_size == 0:
         raise DataFormatError(f"{path}: the file is empty (expected a JSON list of examples or JSON Lines)")
+    if _first_character(path) not in ("[", "{"):
+        return _read_json_plain(path)  # not TACRED JSON; pyarrow's reader even crashes on a file holding `null`
     datasets.disable_progress_bars()
     datasets.utils.logging.set_verbosity(logging.CRITICAL)  # failures are diagnosed below
     try:
@@ -129,6 +131,16 @@ def _read_records(path: Path) -> list[Any]:
     if not _arrow_types_exact(ds.features):
         return _read_json_plain(path)
     return ds.to_list()
+
+
+def _first_character(path: Path) -> str:
+    """The first character that is not white space (or a byte-order mark), '' for a blank file."""
+    with open(path, "rb") as f:
+        while chunk := f.read(65536):
+            text = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
+            if text:
+                return chr(text[0])
+    return ""
 
 
 def _arrow_types_exact(features: Any) -> bool:
