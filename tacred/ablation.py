@@ -17,6 +17,8 @@ from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
+
 RESULT_FILE = "result.json"
 FIT_DONE_FILE = "fit.done"
 TABLE_FILES = ("table.md", "table.tex", "table.csv", "f1.png")
@@ -34,7 +36,7 @@ PUBLISHED_F1 = {
 }
 
 
-class AblationError(ValueError):
+class AblationError(TacredError, ValueError):
     """A variant file, option or stored result that cannot be used (the message names it)."""
 
 

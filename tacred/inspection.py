@@ -16,12 +16,13 @@ import torch
 
 from tacred.data.batching import EncodedSplit
 from tacred.data.examples import Example
+from tacred.errors import TacredError
 from tacred.models.module import RelationExtractor
 from tacred.scoring import Score, score
 from tacred.threshold import apply_threshold
 
 
-class InspectionError(ValueError):
+class InspectionError(TacredError, ValueError):
     """An example, split or file that cannot be inspected; the message names it and says why."""
 
 

@@ -6,19 +6,22 @@ import copy
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from tacred.callbacks import LastCheckpoint
-from tacred.checkpoints import read_checkpoint
+from tacred.checkpoints import check_compatible, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
+from tacred.errors import RunFolderGuard
 from tacred.models.module import RelationExtractor
 from tacred.progress import EpochSummary, TextModelSummary
 from tacred.quiet import quiet_libraries
+from tacred.resume import check_run_dir, resume_checkpoint
 from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
+from tacred.validation import check_options
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +44,19 @@ class ConfigInCheckpoint(SaveConfigCallback):
 
 
 class TacredCLI(LightningCLI):
-    def __init__(self, args: list[str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None, **kwargs: Any) -> None:
         quiet_libraries()
+        self._guard = guard or RunFolderGuard()
+        self._start_checkpoint: dict[str, Any] | None = None
+        # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
+        exit_on_error = {"exit_on_error": False}
+        parser_kwargs = {"fit": exit_on_error, "validate": exit_on_error, "test": exit_on_error,
+                         "predict": exit_on_error, **exit_on_error}
         super().__init__(
             RelationExtractor, TacredDataModule, args=args,
             save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
-            load_from_checkpoint_support=False, auto_configure_optimizers=False, **kwargs,
+            load_from_checkpoint_support=False, auto_configure_optimizers=False,
+            parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
         )
 
     def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
@@ -78,8 +88,9 @@ class TacredCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,
                             help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")
-        parser.add_argument("--resume", type=str, default="auto",
-                            help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; 'never'.")
+        parser.add_argument("--resume", type=Literal["auto", "never"], default="auto",
+                            help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; "
+                                 "'never' starts over and overwrites the folder's checkpoints.")
         parser.add_argument("--num_threads", type=int | None, default=None,
                             help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
@@ -95,12 +106,15 @@ class TacredCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
+        check_options(cfg, self.subcommand)  # every option, before any file is read or written
         if cfg.num_threads:
             import torch
 
             torch.set_num_threads(cfg.num_threads)
         # environment variables are expanded: a W&B sweep runs each trial in e.g. runs/sweep/$WANDB_RUN_ID
         run_dir = Path(os.path.expandvars(cfg.run_dir or cfg.trainer.default_root_dir or "runs/default"))
+        check_run_dir(run_dir)
+        self._guard.snapshot(run_dir)
         cfg.run_dir = str(run_dir)
         cfg.trainer.default_root_dir = str(run_dir)
         if cfg.checkpoint.dirpath is None:
@@ -121,15 +135,14 @@ class TacredCLI(LightningCLI):
                     cfg.data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
             if cfg.model.output_dir is None:
                 cfg.model.output_dir = str(run_dir)
-        if self.subcommand == "fit" and cfg.ckpt_path is None and cfg.resume == "auto":
-            last = Path(cfg.checkpoint.dirpath) / "last.ckpt"
-            if last.exists():
-                checkpoint = read_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
-                log.info("resuming from %s", last)
-                cfg.ckpt_path = str(last)
+        if self.subcommand == "fit" and cfg.ckpt_path is None:
+            checkpoint = resume_checkpoint(Path(cfg.checkpoint.dirpath), cfg.resume)
+            if checkpoint is not None:
+                cfg.ckpt_path = str(Path(cfg.checkpoint.dirpath) / "last.ckpt")
         elif self.subcommand == "fit" and cfg.ckpt_path and not _lightning_ckpt_name(cfg.ckpt_path):
             checkpoint = read_checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
         resume_wandb_run(cfg.trainer.logger, checkpoint)
+        self._start_checkpoint = checkpoint
         self._final_step = None if checkpoint is None or self.subcommand == "fit" else checkpoint.get("global_step")
 
     def _resolved_config(self) -> dict[str, Any]:
@@ -141,6 +154,10 @@ class TacredCLI(LightningCLI):
         return yaml.safe_load(self._parser(self.subcommand).dump(config, skip_none=False)) or {}
 
     def after_instantiate_classes(self) -> None:
+        if self._start_checkpoint is not None:
+            cfg = self.config[self.subcommand] if self.subcommand else self.config
+            check_compatible(self._start_checkpoint, self.model, cfg.ckpt_path)
+            self._start_checkpoint = None
         for callback in self.trainer.callbacks:
             if isinstance(callback, ConfigInCheckpoint):
                 callback.given_logger = self._given_logger

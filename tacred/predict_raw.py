@@ -86,19 +86,19 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> None:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from tacred.data.annotate import AnnotationError
+    from tacred.errors import TacredError, read_text
 
     source = "<stdin>" if args.sentences == "-" else args.sentences
     try:
         if args.batch_size < 1 or (args.num_threads is not None and args.num_threads < 1):
             raise ValueError("--batch-size and --num_threads must be at least 1")
-        text = sys.stdin.read() if args.sentences == "-" else Path(args.sentences).read_text(encoding="utf-8")
-        lines = text.splitlines()
+        lines = read_text(args.sentences, "sentences").splitlines()
         _check_lines(lines, args.format, source)
         if not any(line.strip() for line in lines):
             raise ValueError(f"{source} holds no sentence")
         if not Path(args.ckpt_path).is_file():
             raise FileNotFoundError(f"checkpoint not found: {args.ckpt_path}")
-    except (AnnotationError, OSError, ValueError) as err:
+    except (AnnotationError, TacredError, OSError, ValueError) as err:
         print(f"tacred predict: error: {err}", file=sys.stderr)
         return 2
     return _predict(args, lines, source)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tacred.constants import NO_RELATION
+from tacred.constants import NO_RELATION, TACRED_LABELS
+from tacred.errors import TacredError, read_text
 
 
 def __getattr__(name: str) -> Any:
@@ -194,13 +195,14 @@ def format_semeval_report(result: SemEvalScore) -> str:
     return "\n".join(lines)
 
 
-class LabelFileError(ValueError):
+class LabelFileError(TacredError, ValueError):
     """A label file that cannot be read or aligned; the message names the file and the line or example."""
 
 
 def _record(obj: object, path: Path, where: str) -> tuple[str, str | None]:
-    if not isinstance(obj, Mapping) or not isinstance(obj.get("relation"), str):
-        raise LabelFileError(f"{path}: {where}: expected an object with a string 'relation', got {str(obj)[:80]}")
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("relation"), str) or not obj["relation"].strip():
+        raise LabelFileError(f"{path}: {where}: expected an object with a string 'relation' (not empty), "
+                             f"got {str(obj)[:80]}")
     ident = obj.get("id")
     if ident is not None and not isinstance(ident, (str, int)):
         raise LabelFileError(f"{path}: {where}: 'id' must be a string or an integer, got {ident!r}")
@@ -221,13 +223,15 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
     (``{"id": ..., "relation": ...}`` per line, our prediction format) or a text file with one label
     per line (the official key format; ``ID<TAB>LABEL`` lines as in SemEval are accepted)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     records: list[tuple[str, str | None, str]] = []  # (label, id, where)
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise LabelFileError(f"{path}: invalid JSON at line {err.lineno}: {err.msg}") from None
+        except RecursionError:
+            raise LabelFileError(f"{path}: JSON nested too deeply to be a label file") from None
         records = [(*_record(obj, path, f"example {i}"), f"example {i}") for i, obj in enumerate(data)]
     else:
         lines = text.splitlines()
@@ -243,6 +247,8 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
                     obj = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise LabelFileError(f"{path}: {where}: invalid JSON: {err.msg}") from None
+                except RecursionError:
+                    raise LabelFileError(f"{path}: {where}: JSON nested too deeply") from None
                 records.append((*_record(obj, path, where), where))
     if not records:
         raise LabelFileError(f"{path}: no labels found")
@@ -259,6 +265,32 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
             raise LabelFileError(f"{path}: {where}: id {ident!r} repeats {seen[ident]}")
         seen[ident] = where
     return labels, ids
+
+
+def label_set_of(gold: list[str], no_relation: str = NO_RELATION) -> tuple[set[str], str]:
+    """The label set predictions are checked against, and its name: TACRED's, Re-TACRED's or SemEval's when the gold
+    labels fit one of them, else the gold labels themselves (plus the no-relation label)."""
+    from tacred.data.patch import RETACRED_LABELS
+    from tacred.data.semeval import OTHER, SEMEVAL_LABELS
+
+    found = set(gold)
+    semeval = set(SEMEVAL_LABELS) | {OTHER}
+    for name, labels in (("TACRED's 42 labels", set(TACRED_LABELS)), ("Re-TACRED's 40 labels", set(RETACRED_LABELS)),
+                         ("SemEval-2010 Task 8's labels", semeval)):
+        if found <= labels:
+            return labels, name
+    return found | {no_relation}, "the gold labels"
+
+
+def check_predicted_labels(gold: list[str], pred: list[str], pred_path: str | Path, *,
+                           no_relation: str = NO_RELATION, labels: list[str] | None = None) -> None:
+    """Raise :class:`LabelFileError` for a predicted label outside the label set (``labels`` or :func:`label_set_of`)."""
+    allowed, name = (set(labels), "the --labels file") if labels is not None else label_set_of(gold, no_relation)
+    outside = [p for p in pred if p not in allowed]
+    if outside:
+        first = pred.index(outside[0])
+        raise LabelFileError(f"{pred_path}: example {first} (in gold order): predicted label {outside[0]!r} is not in "
+                             f"the label set ({name}); {len(outside)} prediction(s) are outside it")
 
 
 def _listing(ids: list[str]) -> str:

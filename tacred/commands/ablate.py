@@ -31,6 +31,7 @@ from tacred.ablation import (
     write_tables,
     write_text_atomic,
 )
+from tacred.errors import report
 
 HELP = "train and test each ablation variant over several seeds and tabulate P/R/F1 (the paper's Table 3)"
 EPILOG = """\
@@ -197,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.config or not Path(args.config).is_file():
             raise AblationError(f"--config: base config not found: {args.config}")
     except AblationError as err:
-        print(f"tacred ablate: error: {err}", file=sys.stderr)
-        return 2
+        return report("ablate", err)
     failed = []
     for i, (variant, seed) in enumerate(jobs, start=1):
         tag = f"[{i}/{len(jobs)}] {variant.name} seed {seed}"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
+
+from tacred.errors import report
 
 HELP = "Draw attention heatmaps, confusion matrices, per-relation scores, training curves or PR curves as PNG."
 KINDS = ("attention", "confusion", "relations", "curves", "pr")
@@ -175,7 +176,6 @@ def main(argv: list[str] | None = None) -> int:
         fig, default = draw(args)
         path = save_figure(fig, args.output or default, dpi=args.dpi)
     except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
-        print(f"tacred plot {args.kind}: error: {err}", file=sys.stderr)
-        return 2
+        return report(f"plot {args.kind}", err)
     print(f"{args.kind}: {path}")
     return 0

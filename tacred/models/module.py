@@ -19,6 +19,7 @@ from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
 from tacred.models.schedule import build_schedule
 from tacred.threshold import apply_threshold, load_threshold
+from tacred.validation import check_module
 
 STAGES = ("train", "val", "test")
 
@@ -68,6 +69,10 @@ class RelationExtractor(L.LightningModule):
         super().__init__()
         if vocab is None:
             raise ValueError("RelationExtractor needs the vocabularies (given by the data module or a checkpoint)")
+        check_module({"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+                      "decay_start_epoch": decay_start_epoch, "decay_factor": decay_factor,
+                      "decay_compare": decay_compare, "no_relation_weight": no_relation_weight,
+                      "no_relation_threshold": no_relation_threshold})
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
@@ -229,12 +234,19 @@ class RelationExtractor(L.LightningModule):
     @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
         """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
-        from tacred.checkpoints import read_checkpoint
+        from tacred.checkpoints import CheckpointError, check_compatible, read_checkpoint
 
         ckpt = read_checkpoint(path)
+        if not isinstance(ckpt.get("tacred_vocab"), dict):
+            raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
         hp = dict(ckpt.get("hyper_parameters", {}))
-        network = NetworkConfig(**hp.pop("network", {}))
-        model = cls(vocab=Vocabularies.from_dict(ckpt["tacred_vocab"]), network=network, **hp)
+        try:
+            network = NetworkConfig(**hp.pop("network", {}))
+            model = cls(vocab=Vocabularies.from_dict(ckpt["tacred_vocab"]), network=network, **hp)
+        except (TypeError, KeyError) as err:
+            raise CheckpointError(f"{path}: its hyperparameters or vocabulary do not fit this version of tacred "
+                                  f"({type(err).__name__}: {err})") from None
+        check_compatible(ckpt, model, path)
         model.load_state_dict(ckpt["state_dict"])
         model.eval()
         return model.to(map_location)
