@@ -124,8 +124,9 @@ class Predictor:
 
     def probabilities(self, examples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
         """Label probabilities (N, L) for TACRED dicts, in input order."""
-        from tacred.data.batching import EncodedSplit, LabelError
+        from tacred.data.batching import EncodedSplit
         from tacred.data.examples import Example
+        from tacred.errors import LabelError
 
         try:
             data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(examples)], self.model.vocab,

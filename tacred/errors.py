@@ -21,6 +21,10 @@ class TacredError(Exception):
     """An input or option that the user can fix; the message names the file (and example, field) or option."""
 
 
+class LabelError(TacredError, ValueError):
+    """An example whose relation is not in the model's label set."""
+
+
 class ConfigError(TacredError, ValueError):
     """An option with a value outside its allowed range or choices, or a configuration file that cannot be read."""
 
@@ -85,7 +89,8 @@ def read_text(path: str | Path, what: str = "") -> str:
     """A UTF-8 text file's content (``-``: standard input); text that is not UTF-8 is a :class:`TacredError` naming
     the file and the line."""
     if str(path) == "-":
-        return decode_text(sys.stdin.buffer.read(), "<stdin>", what)
+        stream = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream (tests, notebooks)
+        return decode_text(stream.read(), "<stdin>", what) if stream is not None else sys.stdin.read()
     return decode_text(Path(path).read_bytes(), str(path), what)
 
 

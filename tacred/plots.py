@@ -13,6 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from tacred.errors import TacredError
 from tacred.inspection import AttentionView, TrainingCurves
 from tacred.scoring import Score
 from tacred.threshold import Scores, Sweep
@@ -20,6 +21,10 @@ from tacred.threshold import Scores, Sweep
 SUBJECT_COLOR = "#1f5fbf"
 OBJECT_COLOR = "#d62728"
 ROLE_COLORS = {"subject": SUBJECT_COLOR, "object": OBJECT_COLOR}
+
+
+class PlotError(TacredError, ValueError):
+    """A picture that cannot be drawn from what was given (the message says what is missing or wrong)."""
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -59,7 +64,7 @@ def attention_figure(view: AttentionView, layers: Sequence[int] | None = None) -
     chosen = list(range(len(view.self_attention))) if layers is None else list(layers)
     for layer in chosen:
         if not 0 <= layer < len(view.self_attention):
-            raise ValueError(f"layer {layer + 1} does not exist: the model has {len(view.self_attention)} "
+            raise PlotError(f"layer {layer + 1} does not exist: the model has {len(view.self_attention)} "
                              f"self-attention layer(s), numbered from 1")
     n = len(view.tokens)
     heads = max((view.self_attention[i].shape[0] for i in chosen), default=1)
@@ -115,7 +120,7 @@ def confusion_figure(gold: Sequence[str], pred: Sequence[str], no_relation: str 
     """Row-normalised confusion matrix (rows: gold, columns: predicted) over ``labels`` (default: those that
     occur, no_relation first, then by gold frequency); each cell shows its share and the row its count."""
     if len(gold) != len(pred):
-        raise ValueError(f"gold has {len(gold)} labels but predictions have {len(pred)}")
+        raise PlotError(f"gold has {len(gold)} labels but predictions have {len(pred)}")
     counts = Counter(gold)
     if labels is None:
         seen = set(gold) | set(pred)
@@ -124,7 +129,7 @@ def confusion_figure(gold: Sequence[str], pred: Sequence[str], no_relation: str 
     position = {lab: i for i, lab in enumerate(labels)}
     missing = sorted({lab for lab in (*gold, *pred) if lab not in position})
     if missing:
-        raise ValueError(f"labels {missing[:5]} occur in the data but not in the given label list")
+        raise PlotError(f"labels {missing[:5]} occur in the data but not in the given label list")
     k = len(labels)
     matrix = np.zeros((k, k))
     for g, p in zip(gold, pred, strict=True):
@@ -153,7 +158,7 @@ def relation_scores_figure(result: Score, title: str = "") -> Figure:
     """Horizontal P/R/F1 bars per relation (relations with gold examples, most frequent on top)."""
     rows = sorted((r for r in result.relations if r.gold > 0), key=lambda r: (-r.gold, str(r.relation)))
     if not rows:
-        raise ValueError("no relation has gold examples: nothing to plot")
+        raise PlotError("no relation has gold examples: nothing to plot")
     k = len(rows)
     fig = new_figure(8.0, max(2.8, 0.42 * k + 1.7))  # the legend sits below the axes, never over a bar
     ax = fig.add_subplot()
@@ -175,7 +180,7 @@ def relation_scores_figure(result: Score, title: str = "") -> Figure:
 def training_curves_figure(curves: TrainingCurves, title: str = "Training") -> Figure:
     """Three panels over epochs: training loss, dev P/R/F1, learning rate."""
     if not (curves.train_loss or curves.val_f1 or curves.lr):
-        raise ValueError("the metrics hold no train/loss, val/f1 or learning-rate values to plot")
+        raise PlotError("the metrics hold no train/loss, val/f1 or learning-rate values to plot")
     fig = new_figure(12.0, 3.4)
     panels = fig.subplots(1, 3)
     series = [

@@ -12,6 +12,7 @@ from typing import Any
 from tacred.errors import ConfigError
 
 DECAY_COMPARE = ("previous", "best")
+LR_SCHEDULES = ("stall", "cosine")  # tacred.models.schedule.build_schedule
 LABEL_SETS = ("auto", "tacred", "retacred")
 
 
@@ -75,6 +76,11 @@ def check_module(values: Mapping[str, Any], prefix: str = "") -> None:
     if "decay_compare" in values:
         _require(values["decay_compare"] in DECAY_COMPARE, prefix + "decay_compare", values["decay_compare"],
                  f"must be one of {', '.join(DECAY_COMPARE)}")
+    if "decay_patience" in values:
+        at_least(values["decay_patience"], 1, prefix + "decay_patience")
+    if "lr_schedule" in values:
+        _require(values["lr_schedule"] in LR_SCHEDULES, prefix + "lr_schedule", values["lr_schedule"],
+                 f"must be one of {', '.join(LR_SCHEDULES)}")
     if "no_relation_weight" in values:
         at_least(values["no_relation_weight"], 0, prefix + "no_relation_weight")
     threshold = values.get("no_relation_threshold")

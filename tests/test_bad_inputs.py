@@ -334,6 +334,8 @@ OPTION_CASES = [
     case("decay_factor_0", *fit("--model.decay_factor", "0"), expect="--model.decay_factor 0"),
     case("decay_factor_above_1", *fit("--model.decay_factor", "1.5"), expect="--model.decay_factor 1.5"),
     case("decay_compare_unknown", *fit("--model.decay_compare", "worst"), expect=("--model.decay_compare", "'worst'")),
+    case("decay_patience_0", *fit("--model.decay_patience", "0"), expect="--model.decay_patience 0"),
+    case("lr_schedule_unknown", *fit("--model.lr_schedule", "linear"), expect=("--model.lr_schedule", "'linear'")),
     case("no_relation_weight_negative", *fit("--model.no_relation_weight", "-1"), expect="--model.no_relation_weight -1"),
     case("threshold_missing_file", *fit("--model.no_relation_threshold", "{tmp}/nothere.json"), expect="nothere.json"),
     case("threshold_not_json", *fit("--model.no_relation_threshold", "{file:threshold_not_json.json}"),

@@ -127,7 +127,7 @@ def test_convert_command_on_a_small_release(tmp_path: Path, nlp, capsys) -> None
     assert (out / "README").is_file()
     assert main(["semeval2010", str(tmp_path / "nowhere"), str(out)]) == 2
     assert "TRAIN_FILE.TXT" in capsys.readouterr().err
-    assert main(["semeval2010", str(src), str(out), "--spacy-model", "no_such_model_xyz"]) == 2
+    assert main(["semeval2010", str(src), str(out), "--dev-size", "1", "--spacy-model", "no_such_model_xyz"]) == 2
     assert "no_such_model_xyz" in capsys.readouterr().err
 
 

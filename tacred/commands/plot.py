@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tacred.errors import report
+from tacred.errors import TacredError, report
 
 HELP = "Draw attention heatmaps, confusion matrices, per-relation scores, training curves or PR curves as PNG."
 KINDS = ("attention", "confusion", "relations", "curves", "pr")
@@ -97,7 +97,7 @@ def _score_from_json(path: str) -> Any:
                      for name, row in sorted(data["relations"].items()))
         return Score(float(data["precision"]), float(data["recall"]), float(data["f1"]), rows)
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
-        raise ValueError(f"{path}: not a score file written by tacred test (test_metrics.json): {err!r}") from None
+        raise TacredError(f"{path}: not a score file written by tacred test (test_metrics.json): {err!r}") from None
 
 
 def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
@@ -126,7 +126,7 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     if args.kind == "curves":
         given = [x for x in (args.run_dir, args.metrics, args.ckpt_path) if x is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of --run_dir, --metrics or --ckpt_path")
+            raise TacredError("give exactly one of --run_dir, --metrics or --ckpt_path")
         source = Path(args.metrics) if args.metrics else (
             Path(args.run_dir) if args.run_dir else inspection.run_folder(args.ckpt_path))
         curves = inspection.read_training_curves(source)
@@ -146,13 +146,13 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     sources = [x for x in (args.ckpt_path, args.predictions, getattr(args, "scores", None)) if x is not None]
     if len(sources) != 1:
         options = "--ckpt_path, --predictions" + (" or --scores" if args.kind == "relations" else "")
-        raise ValueError(f"give exactly one of {options}")
+        raise TacredError(f"give exactly one of {options}")
     if args.kind == "relations" and args.scores is not None:
         scores = Path(args.scores)
         return plots.relation_scores_figure(_score_from_json(args.scores)), scores.parent / "plots" / f"relations_{scores.stem}.png"
     if args.predictions is not None:
         if threshold is not None:
-            raise ValueError("--threshold needs --ckpt_path (stored predictions hold no probabilities)")
+            raise TacredError("--threshold needs --ckpt_path (stored predictions hold no probabilities)")
         gold, pred = _predictions_from_file(args.predictions, args.gold)
         folder, name, no_relation = Path(args.predictions).parent / "plots", Path(args.predictions).stem, "no_relation"
     else:
@@ -169,13 +169,13 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.checkpoints import CheckpointError
-    from tacred.data.batching import LabelError
+    from tacred.errors import LabelError
     from tacred.plots import save_figure
 
     try:
         fig, default = draw(args)
         path = save_figure(fig, args.output or default, dpi=args.dpi)
-    except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
+    except (CheckpointError, LabelError, TacredError, FileNotFoundError, ValueError, OSError) as err:
         return report(f"plot {args.kind}", err)
     print(f"{args.kind}: {path}")
     return 0

@@ -88,7 +88,7 @@ def _apply(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.checkpoints import CheckpointError
-    from tacred.data.batching import LabelError
+    from tacred.errors import LabelError
 
     if args.batch_size < 1:
         print(f"tacred threshold {args.action}: error: --batch_size must be at least 1", file=sys.stderr)

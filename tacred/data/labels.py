@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tacred import constants as C
-from tacred.data.batching import LabelError
-from tacred.errors import read_text
+from tacred.errors import LabelError, read_text
 
 _NEAR = 0.85  # difflib ratio above which an unknown label counts as a near-miss of a known one
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, ReduceLROnPlateau
 
-LR_SCHEDULES = ("stall", "cosine")
+from tacred.validation import LR_SCHEDULES
 
 
 class DecayOnStall(ReduceLROnPlateau):

@@ -10,13 +10,15 @@ from typing import Any
 
 import yaml
 
+from tacred.errors import TacredError
+
 PARAM_TYPES = ("float", "int", "categorical")
 SAMPLERS = ("tpe", "random")
 PRUNERS = ("median", "hyperband", "none")
 OBJECTIVES = ("last", "best")
 
 
-class TuneError(ValueError):
+class TuneError(TacredError, ValueError):
     """A search space, option or study that cannot be used (the message names it)."""
 
 
