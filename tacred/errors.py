@@ -6,11 +6,13 @@ Every error a user can fix derives from :class:`TacredError`; :func:`report` tur
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 USER_ERROR_STATUS = 2
 INTERNAL_ERROR_STATUS = 1
@@ -134,3 +136,12 @@ class RunFolderGuard:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse for tacred's commands: a bad option or value is one line on stderr and exit status 2, not a usage dump
+    (``--help`` still prints the whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(USER_ERROR_STATUS)

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import OneLineParser
+
 # the raw-sentence options, shown by `tacred predict --help` too (see TacredCLI._prepare_subcommand_parser)
 RAW_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--sentences", {"help": "raw sentences instead of a split: a file, or - for standard input; one marked "
@@ -29,7 +31,7 @@ RAW_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="tacred predict --sentences",
         description="Predict the relation between the marked subject and object of raw sentences, e.g. "
                     "'<subj>Bill Gates</subj> founded <obj>Microsoft</obj> .' (one per line; see tacred annotate).",

@@ -31,7 +31,7 @@ from tacred.ablation import (
     write_tables,
     write_text_atomic,
 )
-from tacred.errors import report
+from tacred.errors import OneLineParser, report
 
 HELP = "train and test each ablation variant over several seeds and tabulate P/R/F1 (the paper's Table 3)"
 EPILOG = """\
@@ -54,7 +54,7 @@ example: tacred ablate --config configs/tacred.yaml --variants-dir configs/ablat
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tacred ablate", description=HELP + ".", epilog=EPILOG,
+    p = OneLineParser(prog="tacred ablate", description=HELP + ".", epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="base config every variant overrides, e.g. configs/tacred.yaml")
     p.add_argument("--variants", nargs="+", default=[], metavar="YAML", help="variant override files (table rows)")

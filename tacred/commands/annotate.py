@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from tacred.errors import read_text, report
+from tacred.errors import OneLineParser, read_text, report
 
 HELP = "Turn raw sentences with marked subject/object into TACRED JSON with spaCy."
 
@@ -23,7 +23,7 @@ given is the span's spaCy NER (mapped to TACRED's set) when it is one entity, el
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tacred annotate", description=HELP, epilog=EPILOG,
+    parser = OneLineParser(prog="tacred annotate", description=HELP, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", nargs="?", default="-", metavar="INPUT|-", help="input file (default: stdin)")
     parser.add_argument("--format", choices=("marked", "offsets"), default="marked",

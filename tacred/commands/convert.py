@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tacred.errors import report
+from tacred.errors import OneLineParser, report
 
 HELP = "Convert public data (SemEval-2010 Task 8) or generate the demo corpus in TACRED format."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tacred convert", description=HELP)
+    parser = OneLineParser(prog="tacred convert", description=HELP)
     sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,synthetic}")
     sem = sub.add_parser(
         "semeval2010", help="SemEval-2010 Task 8 (TRAIN_FILE.TXT, TEST_FILE_FULL.TXT) tokenised by spaCy",

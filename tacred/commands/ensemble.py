@@ -24,7 +24,7 @@ from tacred.ensemble import (
     mean_std,
     votes,
 )
-from tacred.errors import TacredError, report
+from tacred.errors import OneLineParser, TacredError, report
 
 HELP = "Train K seeds (or take K checkpoints) and score each member, their mean ± std, and two ensembles."
 FINISHED = "fit_finished.json"
@@ -47,7 +47,7 @@ class MemberPredictions:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="tacred ensemble", description=HELP, allow_abbrev=False,
         epilog="Any other option (e.g. --data.data_dir DIR --trainer.max_epochs 30) is passed to every `tacred fit`. "
                "Seeds whose run finished are skipped, and an interrupted one resumes from its last.ckpt, so the same "

@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 
+from tacred.errors import OneLineParser
+
 HELP = "Export a trained model: ONNX (checked against PyTorch), weights, vocabularies, config and a model card."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="tacred export", description=HELP,
         epilog="The folder holds model.onnx (with --format onnx), weights.pt, vocab.json, labels.json, network.json, "
                "config.yaml, README.md (the model card: data, recipe, scores, intended use and limits) and "

@@ -19,7 +19,7 @@ from tacred.data.patch import (
     read_patch,
     write_split,
 )
-from tacred.errors import report
+from tacred.errors import OneLineParser, report
 
 HELP = "Apply a TACREV or Re-TACRED patch (keyed by example id) to a TACRED split."
 
@@ -27,7 +27,7 @@ _TOP_CHANGES = 10
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="tacred patch",
         description=HELP,
         epilog="TACREV (Alt et al., 2020): patch/{dev,test}_patch.json from github.com/DFKI-NLP/tacrev; "

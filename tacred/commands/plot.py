@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tacred.errors import TacredError, report
+from tacred.errors import OneLineParser, TacredError, report
 
 HELP = "Draw attention heatmaps, confusion matrices, per-relation scores, training curves or PR curves as PNG."
 KINDS = ("attention", "confusion", "relations", "curves", "pr")
@@ -27,7 +27,7 @@ def _threshold(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tacred plot", description=HELP)
+    parser = OneLineParser(prog="tacred plot", description=HELP)
     sub = parser.add_subparsers(dest="kind", required=True, metavar="{" + ",".join(KINDS) + "}")
     att = sub.add_parser("attention", help="self-attention per head and position-aware weights over one sentence")
     _model_source(att, required=True)

@@ -10,7 +10,7 @@ import sys
 
 from tacred.constants import NO_RELATION
 from tacred.data.labels import read_label_file
-from tacred.errors import report
+from tacred.errors import OneLineParser, report
 from tacred.scoring import (
     check_predicted_labels,
     format_report,
@@ -24,7 +24,7 @@ HELP = "Score predictions with the official TACRED scorer (micro P/R/F1, no_rela
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="tacred score", description=HELP,
         epilog="GOLD and PRED may each be a TACRED JSON file (list of examples with 'relation' and 'id'), "
                "a JSON Lines file ({\"id\": ..., \"relation\": ...} per line, as written by predict) or a "

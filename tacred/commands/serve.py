@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tacred.errors import OneLineParser
+
 HELP = "Serve a trained model over HTTP (LitServe): POST /predict, GET /health."
 
 EPILOG = """example:
@@ -19,7 +21,7 @@ A body is one input or a list of inputs: {"text": MARKED}, {"text", "subj": [s, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tacred serve", description=HELP, epilog=EPILOG,
+    p = OneLineParser(prog="tacred serve", description=HELP, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model (vocabularies included)")
     p.add_argument("--host", default="127.0.0.1", choices=("127.0.0.1", "0.0.0.0", "::"),

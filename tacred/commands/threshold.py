@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from tacred.errors import report
+from tacred.errors import OneLineParser, report
 
 HELP = "Tune a no-relation threshold on dev (threshold.json) or apply one to a split and score it."
 
@@ -21,7 +21,7 @@ def _source(p: argparse.ArgumentParser, split: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="tacred threshold", description=HELP,
         epilog="Rule: predict the best relation r* iff log p(r*) > log p(no_relation) + T, else no_relation. "
                "T = 0 is the plain argmax; T > 0 favours precision, T < 0 recall.")

@@ -7,6 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
+from tacred.errors import OneLineParser
+
 HELP = "search training hyperparameters on dev with Optuna (resumable; several processes may share a study)"
 EPILOG = """\
 The study lives in an RDB storage: by default an SQLite file TRIALS_DIR/study.db, so running the same command
@@ -25,7 +27,7 @@ example: tacred tune --space configs/tune/semeval_paper.yaml --n-trials 30 --stu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tacred tune", description=HELP + ".", epilog=EPILOG,
+    p = OneLineParser(prog="tacred tune", description=HELP + ".", epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--space", required=True, help="search space YAML (e.g. configs/tune/semeval_paper.yaml)")
     p.add_argument("--config", action="append", default=[], help="further config for every trial (repeatable)")
