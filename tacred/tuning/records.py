@@ -67,7 +67,8 @@ def render_summary(study: Any, space: SearchSpace, space_path: str, rows: Sequen
              f"Search space: `{space_path}` (base configs: {', '.join(f'`{c}`' for c in space.configs) or 'none'}; "
              f"training seed {space.seed}; objective: {space.describe()}, dev split only).",
              "", f"Budget so far: {len(rows)} trials ({', '.join(f'{n} {s.lower()}' for s, n in sorted(states.items()))}), "
-             f"{epochs} epochs trained, {hours:.1f} h of training.", ""]
+             f"{epochs} epochs trained, {hours:.1f} h of training recorded (a trial process that died records none, "
+             "and a resumed trial counts from its resume).", ""]
     if best is None:
         return "\n".join([*lines, "No trial has completed yet.", ""])
     lines += [f"Best: trial {best.number}, value {100 * best.value:.2f} (best dev F1 "
