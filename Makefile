@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install test test-fast demo lint bench clean
+.PHONY: install test test-fast demo lint bench clean semeval-data tune-semeval results-semeval
 
 install: $(VENV)/.installed
 
@@ -41,6 +41,30 @@ demo: install
 	test -f data/demo/train.json || $(TACRED) convert synthetic data/demo
 	$(TACRED) fit --config configs/demo.yaml --run_dir $(RUN) --resume never
 	$(TACRED) test --ckpt_path $(RUN)/checkpoints/best.ckpt
+
+# Issue 11's SemEval experiments (hours on 2 cores): every step is resumable and skips finished work, so run the
+# same target again to continue. Results are written as data under docs/results/semeval/ (commit them).
+SEMEVAL_SRC ?= ../shared/data/semeval2010_task8
+TRIALS ?= 24
+semeval-data: install
+	test -f data/semeval/train.json || $(TACRED) convert semeval2010 $(SEMEVAL_SRC) data/semeval
+
+tune-semeval: semeval-data
+	nice $(TACRED) tune --space configs/tune/semeval_paper.yaml --n-trials $(TRIALS) \
+	  --study-dir docs/results/semeval/tune_paper --trials-dir runs/tune/paper & \
+	nice $(TACRED) tune --space configs/tune/semeval_pa_lstm.yaml --n-trials $(TRIALS) \
+	  --study-dir docs/results/semeval/tune_pa_lstm --trials-dir runs/tune/pa_lstm & \
+	wait
+
+results-semeval: semeval-data
+	@test -f configs/semeval/paper.yaml -a -f configs/semeval/pa_lstm.yaml || { echo "make results-semeval: \
+	  configs/semeval/{paper,pa_lstm}.yaml come from the finished studies (make tune-semeval; docs/results/semeval/README.md)"; exit 2; }
+	$(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/paper.yaml \
+	  configs/semeval/pa_lstm.yaml --seeds 1 2 3 4 5 --checkpoint last \
+	  --out docs/results/semeval --runs-dir runs/results/semeval --extra --num_threads 1
+	$(TACRED) ablate --config configs/semeval.yaml --variants-dir configs/ablations --seeds 1 2 3 \
+	  --checkpoint last --out docs/results/semeval/ablation --runs-dir runs/results/ablation \
+	  --extra --num_threads 1
 
 bench: install
 	$(PY) benchmarks/run_all.py

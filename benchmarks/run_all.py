@@ -16,6 +16,7 @@ import data_pipeline  # noqa: E402
 import end_to_end  # noqa: E402
 import inference  # noqa: E402
 import relative_attention  # noqa: E402
+import serving  # noqa: E402
 import training  # noqa: E402
 from common import busy_warning, machine_line  # noqa: E402
 
@@ -26,6 +27,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "inference": lambda quick: inference.run(quick).render(),
     "data": lambda quick: data_pipeline.run(quick).render(),
     "end_to_end": lambda quick: end_to_end.run(quick).render(),
+    "serving": lambda quick: serving.run(quick).render(),
 }
 
 

@@ -17,6 +17,8 @@ from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
+
 RESULT_FILE = "result.json"
 FIT_DONE_FILE = "fit.done"
 TABLE_FILES = ("table.md", "table.tex", "table.csv", "f1.png")
@@ -34,7 +36,7 @@ PUBLISHED_F1 = {
 }
 
 
-class AblationError(ValueError):
+class AblationError(TacredError, ValueError):
     """A variant file, option or stored result that cannot be used (the message names it)."""
 
 
@@ -85,11 +87,6 @@ def fit_command(config: str | Path, variant: Variant, seed: int, run: Path, max_
     if max_epochs is not None:
         cmd += ["--trainer.max_epochs", str(max_epochs)]
     return cmd + list(extra)
-
-
-def test_command(checkpoint: Path, run: Path) -> list[str]:
-    """``tacred test`` of a checkpoint (its own saved configuration), writing test_metrics.json into ``run``."""
-    return [sys.executable, "-m", "tacred", "test", "--ckpt_path", str(checkpoint), "--run_dir", str(run)]
 
 
 def dev_f1_by_epoch(metrics_csv: Path) -> dict[int, float]:
@@ -211,6 +208,7 @@ class Row:
     dev_f1: tuple[float, float]
     delta_f1: float | None  # mean F1 minus the reference row's, in points; None without a reference
     parameters: int
+    p_value: float | None = None  # paired approximate randomization against the reference (tacred.significance)
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -218,8 +216,9 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def summarize(results: Sequence[RunResult], reference: str = "final") -> list[Row]:
-    """One row per variant (row order), scores in percent; Δ F1 against ``reference`` when it has results."""
+def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:
+    """One row per variant (row order), scores in percent; Δ F1 against ``reference`` when it has results, and the
+    p-value of ``tests[variant]`` (a :class:`tacred.significance.Significance`) where given."""
     by_variant: dict[str, list[RunResult]] = {}
     for r in results:
         by_variant.setdefault(r.variant, []).append(r)
@@ -235,7 +234,16 @@ def summarize(results: Sequence[RunResult], reference: str = "final") -> list[Ro
     ref = next((row for row in rows if row.variant == reference), None)
     if ref is None:
         return rows
-    return [replace(row, delta_f1=row.f1[0] - ref.f1[0]) for row in rows]
+    tests = tests or {}
+    return [replace(row, delta_f1=row.f1[0] - ref.f1[0],
+                    p_value=tests[row.variant].p_value if row.variant in tests else None) for row in rows]
+
+
+def _p(row: Row, reference: str, tex: bool = False) -> str:
+    if row.variant == reference or row.p_value is None:
+        return "—" if not tex else "--"
+    text = f"{row.p_value:.3f}" if row.p_value >= 0.001 else "<0.001"
+    return text.replace("<", "$<$") if tex else text
 
 
 def _pm(value: tuple[float, float], n: int, pm: str = " ± ") -> str:
@@ -250,12 +258,14 @@ def _delta(row: Row, reference: str, minus: str = "−") -> str:
 
 def render_markdown(rows: Sequence[Row], reference: str = "final", published: bool = False) -> str:
     """The paper's Table 3 layout: variant rows; P, R, F1 (mean ± std over seeds), Δ F1, parameters, seeds."""
-    head = ["Variant", "P", "R", "F1", f"Δ F1 vs {reference}", "Parameters", "Seeds"] + (["Paper F1"] if published else [])
+    tested = any(r.p_value is not None for r in rows)
+    head = (["Variant", "P", "R", "F1", f"Δ F1 vs {reference}"] + (["p"] if tested else []) + ["Parameters", "Seeds"]
+            + (["Paper F1"] if published else []))
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         n = len(r.seeds)
-        cells = [r.variant, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n), _delta(r, reference),
-                 f"{r.parameters:,}", str(n)]
+        cells = ([r.variant, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n), _delta(r, reference)]
+                 + ([_p(r, reference)] if tested else []) + [f"{r.parameters:,}", str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "—")
         lines.append("| " + " | ".join(cells) + " |")
@@ -264,12 +274,15 @@ def render_markdown(rows: Sequence[Row], reference: str = "final", published: bo
 
 def render_latex(rows: Sequence[Row], reference: str = "final", published: bool = False) -> str:
     """A plain ``tabular`` (no extra packages) with the columns of :func:`render_markdown`."""
-    head = ["Variant", "P", "R", "F1", r"$\Delta$ F1", "Parameters", "Seeds"] + (["Paper F1"] if published else [])
+    tested = any(r.p_value is not None for r in rows)
+    head = (["Variant", "P", "R", "F1", r"$\Delta$ F1"] + (["$p$"] if tested else []) + ["Parameters", "Seeds"]
+            + (["Paper F1"] if published else []))
     lines = [r"\begin{tabular}{l" + "r" * (len(head) - 1) + "}", r"\hline", " & ".join(head) + r" \\", r"\hline"]
     for r in rows:
         n = len(r.seeds)
-        cells = [r.variant.replace("_", r"\_"), *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1)),
-                 _delta(r, reference, minus="$-$"), f"{r.parameters:,}".replace(",", "{,}"), str(n)]
+        cells = ([r.variant.replace("_", r"\_"), *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1)),
+                  _delta(r, reference, minus="$-$")] + ([_p(r, reference, tex=True)] if tested else [])
+                 + [f"{r.parameters:,}".replace(",", "{,}"), str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "--")
         lines.append(" & ".join(cells) + r" \\")
@@ -281,11 +294,12 @@ def render_csv(rows: Sequence[Row]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["variant", "runs", "seeds", "precision", "precision_std", "recall", "recall_std", "f1", "f1_std",
-                     "delta_f1", "dev_f1", "dev_f1_std", "parameters"])
+                     "delta_f1", "p_value", "dev_f1", "dev_f1_std", "parameters"])
     for r in rows:
         delta = "" if r.delta_f1 is None else f"{r.delta_f1:.4f}"
         writer.writerow([r.variant, len(r.seeds), " ".join(map(str, r.seeds)), *(f"{x:.4f}" for x in r.precision),
                          *(f"{x:.4f}" for x in r.recall), *(f"{x:.4f}" for x in r.f1), delta,
+                         "" if r.p_value is None else f"{r.p_value:.5f}",
                          *(f"{x:.4f}" for x in r.dev_f1), r.parameters])
     return buf.getvalue()
 

@@ -49,7 +49,7 @@ class LastCheckpoint(Callback):
             return
         partial = self.path.with_name("last.ckpt.partial")
         with _epoch_schedulers_stepped(trainer, pl_module):
-            trainer.save_checkpoint(partial)
+            trainer.save_checkpoint(partial, weights_only=False)  # everything needed to resume
         trainer.strategy.barrier("tacred_last_checkpoint")
         if trainer.is_global_zero:
             os.replace(partial, self.path)

@@ -1,26 +1,53 @@
-"""Reading checkpoints with clear errors: a missing or corrupt file never turns into a silent fresh start."""
+"""Reading checkpoints safely and with clear errors: a missing or corrupt file never turns into a silent fresh start,
+and a checkpoint is unpickled with ``weights_only=True``, so one from a stranger cannot run code."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
 
-class CheckpointError(RuntimeError):
+
+class CheckpointError(TacredError, RuntimeError):
     """A checkpoint that cannot be used."""
 
 
+def _allow_project_classes() -> None:
+    """Allow-list the few non-tensor classes a tacred checkpoint holds (by value, nothing executable)."""
+    import torch
+
+    from tacred.models.config import NetworkConfig
+
+    torch.serialization.add_safe_globals([NetworkConfig])
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint on the CPU, raising :class:`CheckpointError` that names the file and the problem."""
+    """Load a checkpoint on the CPU, raising :class:`CheckpointError` that names the file and the problem.
+
+    Only tensors, plain Python values and allow-listed project classes are unpickled (``weights_only=True``);
+    a checkpoint that would import anything else is refused, not run.
+    """
     import torch
 
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint not found: {path}")
+    if path.is_dir():
+        raise CheckpointError(f"{path}: is a folder, not a checkpoint file")
     if path.stat().st_size == 0:
         raise CheckpointError(f"checkpoint is empty (0 bytes), probably cut off while writing: {path}")
+    _allow_project_classes()
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if "weights_only" in str(err) or "global" in str(err).lower():
+            raise CheckpointError(
+                f"{path}: refused to load: the file would import code that is not allowed in a checkpoint "
+                f"(only tensors and plain values are loaded; {first})") from None
+        raise CheckpointError(f"checkpoint is corrupt or not a PyTorch checkpoint: {path} ({first})") from None
     except Exception as err:  # noqa: BLE001 - any failure here means the file is unusable
         raise CheckpointError(f"checkpoint is corrupt or not a PyTorch checkpoint: {path} ({type(err).__name__}: {err})") from err
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
@@ -31,3 +58,25 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 def check_checkpoint(path: str | Path) -> None:
     """Raise :class:`CheckpointError` if ``path`` cannot be loaded."""
     read_checkpoint(path)
+
+
+def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -> None:
+    """Raise :class:`CheckpointError` when the checkpoint's weights do not fit ``model`` (other labels,
+    vocabulary or architecture), naming the first differing parameter instead of PyTorch's size-mismatch dump."""
+    saved_vocab = checkpoint.get("tacred_vocab")
+    vocab = getattr(model, "vocab", None)
+    if saved_vocab is not None and vocab is not None and list(saved_vocab.get("labels", [])) != vocab.labels.itos:
+        theirs, ours = list(saved_vocab.get("labels", [])), vocab.labels.itos
+        diff = sorted(set(theirs) ^ set(ours))
+        detail = f"differing labels {diff[:5]}" if diff else "the same labels in another order"
+        raise CheckpointError(f"{path}: trained with {len(theirs)} labels, this configuration has {len(ours)} "
+                              f"({detail}); use the data and labels the checkpoint was trained with")
+    state = model.state_dict()
+    for name, tensor in checkpoint["state_dict"].items():
+        if name in state and tuple(state[name].shape) != tuple(tensor.shape):
+            raise CheckpointError(f"{path}: parameter {name} has shape {tuple(tensor.shape)} in the checkpoint but "
+                                  f"{tuple(state[name].shape)} in this configuration (another vocabulary or network?)")
+    missing = [name for name in state if name not in checkpoint["state_dict"] and not name.endswith("class_weights")]
+    if missing:
+        raise CheckpointError(f"{path}: the checkpoint has no parameter {missing[0]} (and {len(missing) - 1} more) "
+                              f"that this configuration needs (another network?)")

@@ -26,26 +26,47 @@ Tools:
 """
 
 
+def command_help(module: str) -> str | None:
+    """The ``HELP`` line of ``tacred.commands.<module>``, read from its source: importing every command (and with it
+    torch, Lightning, spaCy) would make ``tacred --help`` take seconds."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(f"tacred.commands.{module}")
+    if spec is None or spec.origin is None:
+        return None
+    for node in ast.parse(Path(spec.origin).read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HELP" for t in node.targets)
+                and isinstance(node.value, ast.Constant)):
+            return str(node.value.value)
+    return None
+
+
 def _tools_help() -> str:
     from tacred.commands import COMMANDS
 
-    lines = []
-    for name, module in COMMANDS.items():
-        try:
-            text = importlib.import_module(f"tacred.commands.{module}").HELP
-        except ImportError:
-            continue
-        lines.append(f"  {name:<10} {text}")
-    return "\n".join(lines)
+    return "\n".join(f"  {name:<10} {command_help(module) or ''}" for name, module in COMMANDS.items())
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a user error prints ``tacred CMD: error: ...`` and returns 2 (``--debug``: the traceback)."""
+    from tacred.errors import debug_requested, report
+
+    debug, argv = debug_requested(list(sys.argv[1:] if argv is None else argv))
+    command = argv[0] if argv and not argv[0].startswith("-") else ""
     try:
-        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+        return _dispatch(argv)
     except BrokenPipeError:
         # `tacred score ... | head`: the reader went away; exit quietly like other Unix tools
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        print(f"{f'tacred {command}'.strip()}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - every failure becomes one line unless --debug asks for the traceback
+        if debug:
+            raise
+        return report(command, err)
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -65,8 +86,8 @@ def _dispatch(argv: list[str]) -> int:
     if argv[0] in COMMANDS:
         return importlib.import_module(f"tacred.commands.{COMMANDS[argv[0]]}").main(argv[1:])
     if argv[0] not in LIGHTNING_COMMANDS:
-        print(f"tacred: unknown command {argv[0]!r}\n", file=sys.stderr)
-        print(USAGE.format(tools=_tools_help()), file=sys.stderr)
+        known = ", ".join([*LIGHTNING_COMMANDS, *COMMANDS])
+        print(f"tacred: error: unknown command {argv[0]!r} (commands: {known}; see tacred --help)", file=sys.stderr)
         return 2
     if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
         from tacred.predict_raw import main as predict_raw
@@ -76,17 +97,19 @@ def _dispatch(argv: list[str]) -> int:
 
 
 def run_lightning(argv: list[str]) -> int:
-    """Run a Lightning sub-command; errors a user can fix print one line instead of a traceback."""
-    from tacred.checkpoints import CheckpointError
-    from tacred.data.batching import LabelError
-    from tacred.data.examples import DataFormatError
+    """Run a Lightning sub-command; a failed command removes what it added to the run folder (see
+    :class:`tacred.errors.RunFolderGuard`), and its error reaches :func:`main` as one line."""
+    from tacred.config_files import check_config_files
+    from tacred.errors import RunFolderGuard
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.getLogger("tacred").addHandler(handler)
     logging.getLogger("tacred").setLevel(logging.INFO)
+    guard = RunFolderGuard()
     with tempfile.TemporaryDirectory() as tmp:
         try:
+            check_config_files(argv)
             argv = with_checkpoint_config(argv, Path(tmp))
             import warnings
 
@@ -94,10 +117,12 @@ def run_lightning(argv: list[str]) -> int:
 
             warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
 
-            TacredCLI(args=argv)
-        except (CheckpointError, DataFormatError, LabelError, FileNotFoundError) as err:
-            print(f"tacred {argv[0]}: error: {err}", file=sys.stderr)
-            return 2
+            TacredCLI(args=argv, guard=guard)
+        except BaseException:
+            guard.undo()
+            raise
+        finally:
+            logging.getLogger("tacred").removeHandler(handler)
     return 0
 
 
@@ -117,14 +142,20 @@ def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
     ckpt_path = _option(argv, "--ckpt_path")
     if ckpt_path is None:
         return argv
-    from tacred.checkpoints import read_checkpoint
+    from tacred.checkpoints import CheckpointError, read_checkpoint
 
     config: Any = read_checkpoint(ckpt_path).get("tacred_config")
-    if not config:
-        return argv
+    if not isinstance(config, str) or not config:
+        raise CheckpointError(f"{ckpt_path}: holds no tacred configuration (not written by `tacred fit`?); "
+                              "pass the run's config.yaml with --config")
     import yaml
 
-    data = yaml.safe_load(config)
+    try:
+        data = yaml.safe_load(config)
+    except yaml.YAMLError as err:
+        raise CheckpointError(f"{ckpt_path}: its stored configuration is not valid YAML ({err})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{ckpt_path}: its stored configuration is not a mapping of options")
     for key in ("ckpt_path", "resume", "verbose"):
         data.pop(key, None)
     # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply

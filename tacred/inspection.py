@@ -16,12 +16,13 @@ import torch
 
 from tacred.data.batching import EncodedSplit
 from tacred.data.examples import Example
+from tacred.errors import TacredError
 from tacred.models.module import RelationExtractor
 from tacred.scoring import Score, score
 from tacred.threshold import apply_threshold
 
 
-class InspectionError(ValueError):
+class InspectionError(TacredError, ValueError):
     """An example, split or file that cannot be inspected; the message names it and says why."""
 
 
@@ -141,7 +142,7 @@ class AttentionView:
     obj: tuple[int, int]
     self_attention: list[np.ndarray]  # per layer (H, T, T): row = query token, column = key token
     position_attention: np.ndarray | None  # (T,)
-    gold: str
+    gold: str | None  # None: an unlabelled sentence (its relation in the file is a placeholder)
     predicted: str
     probability: float
 
@@ -155,8 +156,9 @@ class AttentionView:
 
 
 @torch.no_grad()
-def attention_view(model: RelationExtractor, data: EncodedSplit, index: int) -> AttentionView:
-    """Run the model on example ``index`` alone (no padding) and keep every attention weight."""
+def attention_view(model: RelationExtractor, data: EncodedSplit, index: int, labelled: bool = True) -> AttentionView:
+    """Run the model on example ``index`` alone (no padding) and keep every attention weight; ``labelled=False``
+    leaves the gold label out (sentences whose relation is only a placeholder, as ``tacred annotate`` writes)."""
     model.eval()
     out = model(data.collate([index]).to(model.device))
     probs = torch.softmax(out.logits.float(), dim=-1)[0].cpu()  # (L,)
@@ -165,7 +167,7 @@ def attention_view(model: RelationExtractor, data: EncodedSplit, index: int) -> 
     position = out.position_attention[0].cpu().numpy() if out.position_attention is not None else None
     return AttentionView(ex.id, list(ex.tokens), (ex.subj_start, ex.subj_end), (ex.obj_start, ex.obj_end),
                          [w[0].cpu().numpy() for w in out.self_attention], position,
-                         labels[int(data.labels[index])], labels[best], float(probs[best]))
+                         labels[int(data.labels[index])] if labelled else None, labels[best], float(probs[best]))
 
 
 @dataclass
@@ -180,8 +182,9 @@ class TrainingCurves:
 
 
 def read_training_curves(path: str | Path) -> TrainingCurves:
-    """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger. Rows hold one
-    logged item each with blanks elsewhere; learning-rate rows have no epoch and are placed by their step."""
+    """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger: one row per epoch
+    (:class:`tacred.loggers.EpochRowWriter`), or Lightning's layout of one row per logged item, where learning-rate
+    rows have no epoch and are placed by their step."""
     path = Path(path)
     if path.is_dir():
         path = path / "metrics.csv"
@@ -213,9 +216,12 @@ def read_training_curves(path: str | Path) -> TrainingCurves:
             if value is not None:
                 series[key][int(epoch)] = value  # a resumed run's later row wins
     for row in rows:
-        value, step = number(row, lr_key), number(row, "step")
-        if value is not None and number(row, "epoch") is None:
-            # logged at the start of an epoch: the epoch is the number of epochs that ended before this step
+        value, step, epoch = number(row, lr_key), number(row, "step"), number(row, "epoch")
+        if value is not None and epoch is not None:  # one row per epoch: the rate the epoch trained with
+            series["lr"][int(epoch)] = value
+        elif value is not None:
+            # older files, a row per logged item: the rate is logged at the start of an epoch, whose number is the
+            # count of epochs that ended before this step
             series["lr"][sum(1 for s in end_step.values() if s < (step or 0))] = value
     get = lambda key: sorted(series[key].items())  # noqa: E731
     return TrainingCurves(get("train/loss"), get("val/f1"), get("val/precision"), get("val/recall"), get("lr"))

@@ -6,17 +6,22 @@ import copy
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jsonargparse import Namespace
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from tacred.callbacks import LastCheckpoint
-from tacred.checkpoints import read_checkpoint
+from tacred.checkpoints import check_compatible, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
+from tacred.errors import RunFolderGuard
 from tacred.models.module import RelationExtractor
+from tacred.progress import EpochSummary, TextModelSummary
+from tacred.quiet import quiet_libraries
+from tacred.resume import check_run_dir, resume_checkpoint
 from tacred.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
+from tacred.validation import check_options
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +44,41 @@ class ConfigInCheckpoint(SaveConfigCallback):
 
 
 class TacredCLI(LightningCLI):
-    def __init__(self, args: list[str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None, **kwargs: Any) -> None:
+        quiet_libraries()
+        self._guard = guard or RunFolderGuard()
+        self._start_checkpoint: dict[str, Any] | None = None
+        # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
+        exit_on_error = {"exit_on_error": False}
+        parser_kwargs = {"fit": exit_on_error, "validate": exit_on_error, "test": exit_on_error,
+                         "predict": exit_on_error, **exit_on_error}
         super().__init__(
             RelationExtractor, TacredDataModule, args=args,
             save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
-            load_from_checkpoint_support=False, auto_configure_optimizers=False, **kwargs,
+            load_from_checkpoint_support=False, auto_configure_optimizers=False,
+            parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
         )
+
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        if subcommand in ("validate", "test"):
+            # the scorer's report is printed already: Lightning's table would repeat it with 16 digits
+            parser.set_defaults(verbose=False)
+        if subcommand in ("test", "predict"):
+            parser.add_argument("--overwrite", type=bool, default=False,
+                                help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
+                                     "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
+                                     "chosen (test_predictions-1.jsonl, ...).")
+        if subcommand == "predict":
+            from tacred.predict_raw import RAW_OPTIONS
+
+            group = parser.add_argument_group(
+                "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "
+                "[--output table|jsonl]; also --threshold, --spacy-model, --batch-size, --num_threads, --run_dir")
+            for name, options in RAW_OPTIONS:
+                if name != "--overwrite":
+                    group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])
+        return parser
 
     def _parse_ckpt_path(self) -> None:
         """Keep the command line as given: Lightning would re-apply the checkpoint's saved model hyperparameters
@@ -54,8 +88,9 @@ class TacredCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,
                             help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")
-        parser.add_argument("--resume", type=str, default="auto",
-                            help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; 'never'.")
+        parser.add_argument("--resume", type=Literal["auto", "never"], default="auto",
+                            help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; "
+                                 "'never' starts over and overwrites the folder's checkpoints.")
         parser.add_argument("--num_threads", type=int | None, default=None,
                             help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
@@ -71,12 +106,15 @@ class TacredCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
+        check_options(cfg, self.subcommand)  # every option, before any file is read or written
         if cfg.num_threads:
             import torch
 
             torch.set_num_threads(cfg.num_threads)
         # environment variables are expanded: a W&B sweep runs each trial in e.g. runs/sweep/$WANDB_RUN_ID
         run_dir = Path(os.path.expandvars(cfg.run_dir or cfg.trainer.default_root_dir or "runs/default"))
+        check_run_dir(run_dir)
+        self._guard.snapshot(run_dir)
         cfg.run_dir = str(run_dir)
         cfg.trainer.default_root_dir = str(run_dir)
         if cfg.checkpoint.dirpath is None:
@@ -97,24 +135,54 @@ class TacredCLI(LightningCLI):
                     cfg.data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
             if cfg.model.output_dir is None:
                 cfg.model.output_dir = str(run_dir)
-        if self.subcommand == "fit" and cfg.ckpt_path is None and cfg.resume == "auto":
-            last = Path(cfg.checkpoint.dirpath) / "last.ckpt"
-            if last.exists():
-                checkpoint = read_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
-                log.info("resuming from %s", last)
-                cfg.ckpt_path = str(last)
+        if self.subcommand == "fit" and cfg.ckpt_path is None:
+            checkpoint = resume_checkpoint(Path(cfg.checkpoint.dirpath), cfg.resume)
+            if checkpoint is not None:
+                cfg.ckpt_path = str(Path(cfg.checkpoint.dirpath) / "last.ckpt")
         elif self.subcommand == "fit" and cfg.ckpt_path and not _lightning_ckpt_name(cfg.ckpt_path):
             checkpoint = read_checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
         resume_wandb_run(cfg.trainer.logger, checkpoint)
+        self._start_checkpoint = checkpoint
+        self._final_step = None if checkpoint is None or self.subcommand == "fit" else checkpoint.get("global_step")
+
+    def _resolved_config(self) -> dict[str, Any]:
+        """This command's whole configuration as plain data (what config.yaml holds), for the W&B run's config."""
+        import yaml
+
+        config = self.config.get(str(self.subcommand), self.config).clone()
+        config.trainer.logger = self._given_logger
+        return yaml.safe_load(self._parser(self.subcommand).dump(config, skip_none=False)) or {}
 
     def after_instantiate_classes(self) -> None:
+        if self._start_checkpoint is not None:
+            cfg = self.config[self.subcommand] if self.subcommand else self.config
+            check_compatible(self._start_checkpoint, self.model, cfg.ckpt_path)
+            self._start_checkpoint = None
         for callback in self.trainer.callbacks:
             if isinstance(callback, ConfigInCheckpoint):
                 callback.given_logger = self._given_logger
         if wandb_loggers(self.trainer.loggers):
-            self.trainer.callbacks.append(WandbTracking())
+            for logger in wandb_loggers(self.trainer.loggers):
+                # Lightning always passes `anonymous`, and wandb warns that the setting no longer has an effect
+                if logger._wandb_init.get("anonymous") is None:
+                    logger._wandb_init.pop("anonymous", None)
+            self.trainer.callbacks.append(WandbTracking(self._resolved_config(), self._final_step))
+        if self.subcommand != "fit":
+            self.model.overwrite_outputs = bool(self.config[self.subcommand].get("overwrite"))
+            # evaluating never rewrites the hyperparameters of the run that trained the model (output_dir, vocab_path)
+            self.model._log_hyperparams = False
+            self.datamodule._log_hyperparams = False
+        # Lightning's summary has a FLOPs column that stays 0 (it needs an example input): ours leaves it out
+        self.trainer.callbacks = [TextModelSummary(max_depth=getattr(c, "_max_depth", 1))
+                                  if isinstance(c, ModelSummary) else c for c in self.trainer.callbacks]
+        if self.subcommand == "fit" and self.config.fit.ckpt_path:
+            import warnings
+
+            # resuming: the checkpoint folder is expected to hold the run's own checkpoints
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
+            self.trainer.callbacks.append(EpochSummary())
         if self.subcommand == "fit" and self.trainer.logger is not None:
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:

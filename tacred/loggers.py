@@ -1,24 +1,94 @@
-"""A CSV logger that appends to the run's ``metrics.csv`` when a run resumes (Lightning's deletes it)."""
+"""A CSV logger with one row per epoch that extends the run's ``metrics.csv`` when a run resumes (Lightning's
+writes one row per logging call and deletes an existing file)."""
 
 from __future__ import annotations
 
+import csv
+import math
+import os
 from pathlib import Path
 from typing import Any
 
+from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+
+def _number(text: str) -> float | int | None:
+    if text is None or not str(text).strip():
+        return None
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in str(text) and "e" not in str(text).lower() else value
+
+
+class EpochRowWriter(ExperimentWriter):
+    """``metrics.csv`` with one row per epoch: everything logged for an epoch, plus what was logged without an epoch
+    just before it (the learning rate at the epoch's start), merged into that epoch's row. The file is rewritten
+    whole (atomically) on every save; an existing file is read first and continued, and an epoch logged again (a
+    resumed run repeating an unfinished epoch) replaces its values."""
+
+    def __init__(self, log_dir: str) -> None:  # Lightning's __init__ would delete an existing metrics.csv
+        self.hparams: dict[str, Any] = {}
+        self.metrics: list[dict[str, float]] = []
+        self.metrics_keys: list[str] = []
+        self._fs = get_filesystem(log_dir)
+        self.log_dir = log_dir
+        self.metrics_file_path = os.path.join(log_dir, self.NAME_METRICS_FILE)
+        self._fs.makedirs(log_dir, exist_ok=True)
+        self.rows: dict[int, dict[str, Any]] = {}
+        self._pending: dict[str, Any] = {}  # logged without an epoch: goes into the next epoch's row
+        self._dirty = False
+        path = Path(self.metrics_file_path)
+        if path.is_file():
+            with open(path, encoding="utf-8", newline="") as f:
+                for row in csv.DictReader(f):
+                    self._add({k: v for k, v in ((k, _number(v)) for k, v in row.items() if k) if v is not None})
+            self._pending = {}
+            self._dirty = False
+
+    def _add(self, metrics: dict[str, Any]) -> None:
+        if metrics.get("epoch") is None:
+            self._pending.update(metrics)
+            return
+        epoch = int(metrics["epoch"])
+        row = self.rows.setdefault(epoch, {})
+        step = max(int(row.get("step", 0)), int(metrics.get("step", 0)), int(self._pending.get("step", 0)))
+        row.update(self._pending)
+        row.update(metrics)
+        row.update(epoch=epoch, step=step)
+        self._pending = {}
+        self._dirty = True
+
+    def log_metrics(self, metrics_dict: dict[str, Any], step: int | None = None) -> None:
+        metrics = {k: v.item() if hasattr(v, "item") else v for k, v in metrics_dict.items()}
+        metrics["step"] = step if step is not None else len(self.rows)
+        self._add(metrics)
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        keys = sorted({k for row in self.rows.values() for k in row})
+        path = Path(self.metrics_file_path)
+        partial = path.with_name(path.name + ".partial")
+        with open(partial, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=keys)
+            writer.writeheader()
+            for epoch in sorted(self.rows):
+                writer.writerow({k: _cell(v) for k, v in self.rows[epoch].items()})
+        os.replace(partial, path)
+        self._dirty = False
+
+
+def _cell(value: Any) -> Any:
+    return value if not isinstance(value, float) or math.isfinite(value) else str(value)
 
 
 class ResumableCSVLogger(CSVLogger):
-    """``metrics.csv`` in ``save_dir/version``; an existing file (from before a restart) is kept and extended."""
+    """``metrics.csv`` in ``save_dir/version``, one row per epoch (:class:`EpochRowWriter`); an existing file (from
+    before a restart) is kept and extended."""
 
     @property
     def experiment(self) -> Any:
-        if self._experiment is not None:
-            return self._experiment
-        path = Path(self.log_dir) / "metrics.csv"
-        previous = path.read_text(encoding="utf-8") if path.is_file() else None
-        experiment = super().experiment  # Lightning's writer removes an existing metrics.csv here
-        if previous:
-            path.write_text(previous, encoding="utf-8")
-            experiment.metrics_keys = previous.splitlines()[0].split(",")
-        return experiment
+        if self._experiment is None:
+            self._experiment = EpochRowWriter(self.log_dir)
+        return self._experiment

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from tacred.inspection import AttentionView, TrainingCurves
 from tacred.scoring import Score
@@ -71,9 +72,12 @@ def attention_figure(view: AttentionView, layers: Sequence[int] | None = None) -
     ticks = np.arange(n)
     for r, layer in enumerate(chosen):
         weights = view.self_attention[layer]  # (H, T, T)
+        top = float(weights.max()) or 1.0  # one scale for all heads of a layer, so their colours compare
+        row_axes = []
         for h in range(weights.shape[0]):
             ax = fig.add_subplot(grid[r, h])
-            ax.imshow(weights[h], cmap="viridis", vmin=0.0, vmax=float(weights[h].max()) or 1.0, aspect="equal")
+            row_axes.append(ax)
+            image = ax.imshow(weights[h], cmap="viridis", vmin=0.0, vmax=top, aspect="equal")
             ax.set_title(f"layer {layer + 1}, head {h + 1}", fontsize=9)
             ax.set_xticks(ticks, view.tokens, rotation=90, fontsize=font)
             ax.set_yticks(ticks, view.tokens if h == 0 else [""] * n, fontsize=font)
@@ -85,6 +89,9 @@ def attention_figure(view: AttentionView, layers: Sequence[int] | None = None) -
             ax.set_xlabel("attended token (key)", fontsize=8)
             if h == 0:
                 ax.set_ylabel("token (query)", fontsize=8)
+        bar = fig.colorbar(image, ax=row_axes, shrink=0.8, pad=0.01, fraction=0.03)
+        bar.set_label("attention weight", fontsize=8)
+        bar.ax.tick_params(labelsize=7)
     if view.position_attention is not None:
         ax = fig.add_subplot(grid[rows - 1, :])
         colors = [ROLE_COLORS.get(view.role(i) or "", "#7f7f7f") for i in range(n)]
@@ -94,9 +101,12 @@ def attention_figure(view: AttentionView, layers: Sequence[int] | None = None) -
         ax.set_xlim(-0.5, n - 0.5)
         ax.set_ylabel("weight", fontsize=8)
         ax.set_title("position-aware attention (weights of the sentence summary)", fontsize=9)
-    verdict = "correct" if view.gold == view.predicted else "wrong"
-    fig.suptitle(f"{view.id}: gold {view.gold}, predicted {view.predicted} (p = {view.probability:.2f}, {verdict})\n"
-                 f"subject tokens in blue, object tokens in red", fontsize=10)
+    if view.gold is None:  # an unlabelled sentence: there is nothing to be right or wrong about
+        headline = f"{view.id}: predicted {view.predicted} (p = {view.probability:.2f}); no gold label"
+    else:
+        verdict = "correct" if view.gold == view.predicted else "wrong"
+        headline = f"{view.id}: gold {view.gold}, predicted {view.predicted} (p = {view.probability:.2f}, {verdict})"
+    fig.suptitle(f"{headline}\nsubject tokens in blue, object tokens in red", fontsize=10)
     return fig
 
 
@@ -145,7 +155,7 @@ def relation_scores_figure(result: Score, title: str = "") -> Figure:
     if not rows:
         raise ValueError("no relation has gold examples: nothing to plot")
     k = len(rows)
-    fig = new_figure(8.0, max(2.5, 0.42 * k + 1.4))
+    fig = new_figure(8.0, max(2.8, 0.42 * k + 1.7))  # the legend sits below the axes, never over a bar
     ax = fig.add_subplot()
     y = np.arange(k)
     height = 0.27
@@ -156,7 +166,7 @@ def relation_scores_figure(result: Score, title: str = "") -> Figure:
     ax.set_xlim(0, 1.0)
     ax.set_xlabel("score")
     ax.axvline(result.f1, color="#55a868", linestyle="--", linewidth=1, label=f"micro F1 {result.f1:.1%}")
-    ax.legend(loc="lower right", fontsize=8)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     ax.set_title(title or f"Per-relation scores: micro P {result.precision:.1%}, R {result.recall:.1%}, "
                           f"F1 {result.f1:.1%}", fontsize=10)
     return fig
@@ -178,7 +188,9 @@ def training_curves_figure(curves: TrainingCurves, title: str = "Training") -> F
         for label, points, color, style in lines:
             if points:
                 xs, ys = zip(*points, strict=True)
+                xs = [x + 1 for x in xs]  # epochs count from 1, as the run prints them
                 ax.plot(xs, ys, style, marker="o", markersize=3, color=color, label=label)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if not any(points for _, points, _, _ in lines):
             ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="grey")
         ax.set_title(name, fontsize=10)
@@ -186,8 +198,9 @@ def training_curves_figure(curves: TrainingCurves, title: str = "Training") -> F
         ax.grid(alpha=0.3)
     if curves.val_f1:
         epoch, best = max(curves.val_f1, key=lambda p: p[1])
-        panels[1].annotate(f"best {best:.1%} (epoch {epoch})", (epoch, best), textcoords="offset points",
-                           xytext=(0, -16), ha="center", fontsize=8)
+        # the best epoch is a marker with its value in the legend: a text label would print over the lines
+        panels[1].plot([epoch + 1], [best], "*", color="#55a868", markersize=12, markeredgecolor="black",
+                       markeredgewidth=0.6, linestyle="none", label=f"best F1 {best:.1%} (epoch {epoch + 1})")
         panels[1].legend(fontsize=8, loc="lower right")
         panels[1].set_ylim(0, 1)
     fig.suptitle(title, fontsize=11)

@@ -59,6 +59,17 @@ def output_dir(module: Any) -> Path:
     return out
 
 
+def fresh_names(folder: Path, names: list[str], overwrite: bool = False) -> list[Path]:
+    """``folder/name`` for each name, or, when any of them exists and not ``overwrite``, the same names with the
+    first suffix ``-1``, ``-2``, ... that none of them has yet: outputs of one command share a suffix."""
+    paths = [folder / name for name in names]
+    n = 0
+    while not overwrite and any(p.exists() for p in paths):
+        n += 1
+        paths = [folder / f"{Path(name).stem}-{n}{Path(name).suffix}" for name in names]
+    return paths
+
+
 def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
     """Write ``test_predictions.jsonl``, ``test_score.txt`` and ``test_metrics.json``; print the report."""
     decided = _decided(module, "test", index, probs)
@@ -68,7 +79,9 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
     gold = [labels[i] for i in data.labels.tolist()]
     pred = [labels[i] for i in best]
     out = output_dir(module)
-    with open(out / "test_predictions.jsonl", "w", encoding="utf-8") as f:
+    pred_path, score_path, metrics_path = fresh_names(
+        out, ["test_predictions.jsonl", "test_score.txt", "test_metrics.json"], getattr(module, "overwrite_outputs", False))
+    with open(pred_path, "w", encoding="utf-8") as f:
         for i, ident in enumerate(data.ids):
             f.write(json.dumps({"id": ident, "relation": pred[i], "gold": gold[i],
                                 "probability": round(float(probs[i, best[i]]), 6)}) + "\n")
@@ -84,13 +97,13 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
         official = semeval_macro_f1(gold, pred, other=module.vocab.no_relation)
         report += "\n\n" + format_semeval_report(official)
         metrics["semeval"] = official.to_dict()
-    (out / "test_score.txt").write_text(report + "\n", encoding="utf-8")
-    (out / "test_metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    score_path.write_text(report + "\n", encoding="utf-8")
+    metrics_path.write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     from tacred.tracking import log_test_results
 
     log_test_results(module.loggers, result, gold, pred, labels)  # W&B table and confusion matrix, if logging there
     print(report)
-    print(f"predictions: {out / 'test_predictions.jsonl'}\nreport: {out / 'test_score.txt'}")
+    print(f"predictions: {pred_path}\nreport: {score_path}\nmetrics: {metrics_path}")
 
 
 def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
@@ -99,7 +112,7 @@ def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> 
     if decided is None:
         return
     data, probs, labels, chosen = decided
-    path = output_dir(module) / "predictions.jsonl"
+    [path] = fresh_names(output_dir(module), ["predictions.jsonl"], getattr(module, "overwrite_outputs", False))
     with open(path, "w", encoding="utf-8") as f:
         for i, ident in enumerate(data.ids):
             row = probs[i].tolist()

@@ -12,11 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import Tensor
-from torchmetrics import Metric
+from tacred.constants import NO_RELATION, TACRED_LABELS
+from tacred.errors import TacredError, read_text
 
-from tacred.constants import NO_RELATION
+
+def __getattr__(name: str) -> Any:
+    # the torchmetrics metric lives in tacred.metrics: `tacred score` then starts without importing torch
+    if name == "TacredScore":
+        from tacred.metrics import TacredScore
+
+        return TacredScore
+    raise AttributeError(f"module 'tacred.scoring' has no attribute {name!r}")
 
 Label = Hashable  # a relation name (str) or a label id (int)
 
@@ -124,68 +130,6 @@ def format_report(result: Score, all_relations: bool = False) -> str:
     return "\n".join(lines)
 
 
-class TacredScore(Metric):
-    """The official TACRED micro P/R/F1 as a torchmetrics ``Metric`` with sum-reducible per-label counts.
-
-    Unlike ``MulticlassF1Score(ignore_index=...)`` this keeps false positives on gold ``no_relation``.
-    """
-
-    is_differentiable = False
-    higher_is_better = True
-    full_state_update = False
-    correct: Tensor
-    guessed: Tensor
-    gold: Tensor
-
-    def __init__(self, num_labels: int, no_relation_id: int = 0, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if num_labels < 1 or not 0 <= no_relation_id < num_labels:
-            raise ValueError(f"need num_labels >= 1 and 0 <= no_relation_id < num_labels, "
-                             f"got num_labels={num_labels}, no_relation_id={no_relation_id}")
-        self.num_labels, self.no_relation_id = num_labels, no_relation_id
-        for name in ("correct", "guessed", "gold"):
-            self.add_state(name, default=torch.zeros(num_labels, dtype=torch.long), dist_reduce_fx="sum")
-
-    def update(self, preds: Tensor, target: Tensor) -> None:
-        """preds: (N,) label ids or (N, C) scores (argmax taken); target: (N,) label ids."""
-        if preds.ndim == target.ndim + 1:
-            preds = preds.argmax(dim=-1)
-        if preds.shape != target.shape:
-            raise ValueError(f"preds shape {tuple(preds.shape)} does not match target shape {tuple(target.shape)}")
-        if preds.is_floating_point() or target.is_floating_point():
-            raise ValueError(f"expected integer label ids, got preds {preds.dtype} and target {target.dtype}")
-        preds, target = preds.reshape(-1).long(), target.reshape(-1).long()  # (N,)
-        if preds.numel() == 0:
-            return
-        if preds.device.type == "cpu":  # a free check here; on an accelerator it would wait for the device
-            both = torch.cat([preds, target])  # (2N,)
-            low, high = torch.stack([both.min(), both.max()]).tolist()
-            if low < 0 or high >= self.num_labels:
-                raise ValueError(f"label ids must lie in [0, {self.num_labels}), got values in [{low}, {high}]")
-        # counts by index_add_ on the device: no boolean indexing or bincount, which read sizes back to the host
-        guessed = (preds != self.no_relation_id).long()  # (N,)
-        preds = preds.clamp(0, self.num_labels - 1)
-        self.guessed.index_add_(0, preds, guessed)
-        self.gold.index_add_(0, target.clamp(0, self.num_labels - 1), (target != self.no_relation_id).long())
-        self.correct.index_add_(0, preds, guessed * (preds == target))
-
-    def compute(self) -> dict[str, Tensor]:
-        correct, guessed, gold = self.correct.sum().double(), self.guessed.sum().double(), self.gold.sum().double()
-        precision = torch.where(guessed > 0, correct / guessed.clamp(min=1), torch.ones_like(correct))
-        recall = torch.where(gold > 0, correct / gold.clamp(min=1), torch.zeros_like(correct))
-        denom = precision + recall
-        f1 = torch.where(denom > 0, 2 * precision * recall / denom.clamp(min=1e-12), torch.zeros_like(denom))
-        return {"precision": precision.float(), "recall": recall.float(), "f1": f1.float()}
-
-    def counts(self, labels: Sequence[str] | None = None) -> Counts:
-        """The accumulated counts keyed by label name (``labels[id]``) or by id; feed to ``score_from_counts``."""
-        if labels is not None and len(labels) != self.num_labels:
-            raise ValueError(f"got {len(labels)} label names for a metric over {self.num_labels} labels")
-        name = (lambda i: labels[i]) if labels is not None else (lambda i: i)
-        return Counts(*(Counter({name(i): n for i, n in enumerate(t.tolist()) if n})
-                        for t in (self.correct, self.guessed, self.gold)))
-
-
 _DIRECTED = re.compile(r"^(?P<type>[^()]+)\(e[12],e[12]\)$")
 
 
@@ -251,13 +195,14 @@ def format_semeval_report(result: SemEvalScore) -> str:
     return "\n".join(lines)
 
 
-class LabelFileError(ValueError):
+class LabelFileError(TacredError, ValueError):
     """A label file that cannot be read or aligned; the message names the file and the line or example."""
 
 
 def _record(obj: object, path: Path, where: str) -> tuple[str, str | None]:
-    if not isinstance(obj, Mapping) or not isinstance(obj.get("relation"), str):
-        raise LabelFileError(f"{path}: {where}: expected an object with a string 'relation', got {str(obj)[:80]}")
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("relation"), str) or not obj["relation"].strip():
+        raise LabelFileError(f"{path}: {where}: expected an object with a string 'relation' (not empty), "
+                             f"got {str(obj)[:80]}")
     ident = obj.get("id")
     if ident is not None and not isinstance(ident, (str, int)):
         raise LabelFileError(f"{path}: {where}: 'id' must be a string or an integer, got {ident!r}")
@@ -278,13 +223,15 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
     (``{"id": ..., "relation": ...}`` per line, our prediction format) or a text file with one label
     per line (the official key format; ``ID<TAB>LABEL`` lines as in SemEval are accepted)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     records: list[tuple[str, str | None, str]] = []  # (label, id, where)
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise LabelFileError(f"{path}: invalid JSON at line {err.lineno}: {err.msg}") from None
+        except RecursionError:
+            raise LabelFileError(f"{path}: JSON nested too deeply to be a label file") from None
         records = [(*_record(obj, path, f"example {i}"), f"example {i}") for i, obj in enumerate(data)]
     else:
         lines = text.splitlines()
@@ -300,6 +247,8 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
                     obj = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise LabelFileError(f"{path}: {where}: invalid JSON: {err.msg}") from None
+                except RecursionError:
+                    raise LabelFileError(f"{path}: {where}: JSON nested too deeply") from None
                 records.append((*_record(obj, path, where), where))
     if not records:
         raise LabelFileError(f"{path}: no labels found")
@@ -316,6 +265,32 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
             raise LabelFileError(f"{path}: {where}: id {ident!r} repeats {seen[ident]}")
         seen[ident] = where
     return labels, ids
+
+
+def label_set_of(gold: list[str], no_relation: str = NO_RELATION) -> tuple[set[str], str]:
+    """The label set predictions are checked against, and its name: TACRED's, Re-TACRED's or SemEval's when the gold
+    labels fit one of them, else the gold labels themselves (plus the no-relation label)."""
+    from tacred.data.patch import RETACRED_LABELS
+    from tacred.data.semeval import OTHER, SEMEVAL_LABELS
+
+    found = set(gold)
+    semeval = set(SEMEVAL_LABELS) | {OTHER}
+    for name, labels in (("TACRED's 42 labels", set(TACRED_LABELS)), ("Re-TACRED's 40 labels", set(RETACRED_LABELS)),
+                         ("SemEval-2010 Task 8's labels", semeval)):
+        if found <= labels:
+            return labels, name
+    return found | {no_relation}, "the gold labels"
+
+
+def check_predicted_labels(gold: list[str], pred: list[str], pred_path: str | Path, *,
+                           no_relation: str = NO_RELATION, labels: list[str] | None = None) -> None:
+    """Raise :class:`LabelFileError` for a predicted label outside the label set (``labels`` or :func:`label_set_of`)."""
+    allowed, name = (set(labels), "the --labels file") if labels is not None else label_set_of(gold, no_relation)
+    outside = [p for p in pred if p not in allowed]
+    if outside:
+        first = pred.index(outside[0])
+        raise LabelFileError(f"{pred_path}: example {first} (in gold order): predicted label {outside[0]!r} is not in "
+                             f"the label set ({name}); {len(outside)} prediction(s) are outside it")
 
 
 def _listing(ids: list[str]) -> str:

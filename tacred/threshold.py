@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from tacred.errors import TacredError
+
 RULE = "predict the best relation r* iff log p(r*) > log p(no_relation) + threshold, else no_relation"
 _TINY = 1e-300  # probabilities that underflowed to 0 get a finite log
 
 
-class ThresholdError(ValueError):
+class ThresholdError(TacredError, ValueError):
     """A threshold that cannot be tuned, read or applied; the message says which file or input and why."""
 
 

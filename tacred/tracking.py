@@ -14,6 +14,7 @@ from lightning.pytorch.callbacks import Callback
 from tacred.scoring import Score
 
 RUN_ID_KEY = "tacred_wandb_run_id"
+FINAL_STEP_ATTR = "tacred_final_step"  # set on a W&B logger by WandbTracking: the step test results are logged at
 RELATION_COLUMNS = ["relation", "precision", "recall", "f1", "gold", "guessed", "correct"]
 
 
@@ -31,7 +32,8 @@ def logger_configs(logger: Any) -> list[Any]:
 def fill_logger_defaults(logger: Any, run_dir: Path, subcommand: str) -> None:
     """Give configured loggers the run folder where ``save_dir`` is "" or null: CSV loggers (and for
     ``ResumableCSVLogger`` an unset ``version``: "" for fit, i.e. ``RUN/metrics.csv``, else ``RUN/<command>/``), and
-    W&B loggers unless WANDB_DIR is set. (A CSV logger requires a save_dir, hence "" in configs.)"""
+    W&B loggers unless WANDB_DIR is set, and as the W&B run's name unless one is configured. (A CSV logger requires a
+    save_dir, hence "" in configs.)"""
     for entry in logger_configs(logger):
         args = entry.init_args
         name = _class_name(entry)
@@ -40,9 +42,11 @@ def fill_logger_defaults(logger: Any, run_dir: Path, subcommand: str) -> None:
                 args.save_dir = str(run_dir)
             if name == "ResumableCSVLogger" and args.get("version") is None:
                 args.version = "" if subcommand == "fit" else subcommand
-        elif name == "WandbLogger" and not args.get("save_dir") and not args.get("dir"):
-            if not os.environ.get("WANDB_DIR"):
+        elif name == "WandbLogger":
+            if not args.get("save_dir") and not args.get("dir") and not os.environ.get("WANDB_DIR"):
                 args.save_dir = str(run_dir)
+            if not args.get("name") and not os.environ.get("WANDB_NAME"):
+                args.name = run_dir.name  # the run folder names the W&B run unless the config does
 
 
 def resume_wandb_run(logger: Any, checkpoint: dict[str, Any] | None) -> None:
@@ -85,7 +89,9 @@ def log_test_results(loggers: Sequence[Any], result: Score, gold: Sequence[str],
         raise ValueError(f"{stage}: labels {unknown[:5]} are not among the model's {len(labels)} labels")
     for logger in active:
         run = logger.experiment
+        step = getattr(logger, FINAL_STEP_ATTR, None)
         run.log({
+            **({"trainer/global_step": step} if step is not None else {}),
             f"{stage}/relations": wandb.Table(columns=RELATION_COLUMNS, data=relation_rows(result)),
             f"{stage}/confusion_matrix": wandb.plot.confusion_matrix(
                 y_true=[index[g] for g in gold], preds=[index[p] for p in pred], class_names=list(labels),
@@ -97,16 +103,46 @@ def log_test_results(loggers: Sequence[Any], result: Score, gold: Sequence[str],
 
 class WandbTracking(Callback):
     """Added by the CLI when a W&B logger is configured: keeps the run id in every checkpoint (so the same command
-    continues the same W&B run after a crash) and makes the best ``val/f1`` the run's summary value."""
+    continues the same W&B run after a crash), makes the best ``val/f1`` the run's summary value, records the whole
+    resolved configuration (network and trainer included) in the run's config when training, and logs test results
+    at the last training step of the tested checkpoint (not at step 0).
+
+    Args:
+        config: the command's resolved configuration as plain data (what ``config.yaml`` holds).
+        final_step: ``global_step`` of the checkpoint a test/validate command evaluates.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None, final_step: int | None = None) -> None:
+        self.config = config
+        self.final_step = final_step
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if stage != "fit" or not trainer.is_global_zero:
+        if not trainer.is_global_zero:
             return
         for logger in wandb_loggers(trainer.loggers):
+            if stage != "fit":
+                if self.final_step is not None:
+                    _log_at_step(logger, self.final_step)
+                continue
             run = logger.experiment
             run.define_metric("val/f1", step_metric="trainer/global_step", step_sync=True, summary="max")
+            if self.config:
+                run.config.update(self.config, allow_val_change=True)
 
     def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
         ids = [logger.version for logger in wandb_loggers(trainer.loggers) if logger.version]
         if ids:
             checkpoint[RUN_ID_KEY] = ids[0]
+
+
+def _log_at_step(logger: Any, step: int) -> None:
+    """Make ``logger`` log every metric at ``step``: a test after training belongs at the training's last step."""
+    if getattr(logger, FINAL_STEP_ATTR, None) is not None:
+        return
+    setattr(logger, FINAL_STEP_ATTR, step)
+    log_metrics = logger.log_metrics
+
+    def at_final_step(metrics: dict[str, Any], step: int | None = None) -> None:
+        log_metrics(metrics, step=getattr(logger, FINAL_STEP_ATTR))
+
+    logger.log_metrics = at_final_step

@@ -13,11 +13,13 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
 
 from tacred import ablation as A
+from tacred import results as R
 from tacred.commands import ablate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,9 +130,29 @@ def test_write_tables_makes_all_four_files(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*tmp*")), "no temporary files left"
 
 
-# -- the command, with fake fit/test subprocesses ----------------------------------------------------------------
+# -- the command, with a fake fit subprocess and a fake evaluation ----------------------------------------------
+GOLD = [1, 1, 2, 2, 0, 0, 1, 2, 0, 1]
+LABELS = ["no_relation", "per:title", "org:founded"]
+
+
+def fake_evaluation(checkpoint: Path) -> R.Evaluation:
+    """Seed s predicts the first s examples wrongly as no_relation, the rest right."""
+    seed = int(checkpoint.parents[1].name.split("_")[1])
+    pred = [0] * seed + GOLD[seed:]
+    probs = np.full((len(GOLD), 3), 0.1)
+    probs[np.arange(len(GOLD)), pred] = 0.8
+    return R.Evaluation([f"ex{i}" for i in range(len(GOLD))], LABELS, "no_relation", np.asarray(GOLD), probs)
+
+
+def expected_f1(seed: int) -> float:
+    from tacred.scoring import score
+
+    pred = [0] * seed + GOLD[seed:]
+    return score([LABELS[i] for i in GOLD], [LABELS[i] for i in pred]).f1
+
+
 class FakeRuns:
-    """Stands in for the fit/test subprocesses: writes what they would write and records the calls."""
+    """Stands in for the fit subprocesses: writes what they would write and records the calls."""
 
     def __init__(self, fail: str = "") -> None:
         self.calls: list[list[str]] = []
@@ -142,14 +164,11 @@ class FakeRuns:
         if self.fail and self.fail in str(run):
             log.write_text("Traceback: out of memory\n")
             return 1
-        if cmd[3] == "fit":
-            (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-            for name in ("best.ckpt", "last.ckpt"):
-                (run / "checkpoints" / name).write_text("x")
-            (run / "metrics.csv").write_text("epoch,val/f1\n0,0.5\n1,0.7\n2,0.6\n")
-        else:
-            seed = int(run.name.split("_")[1])
-            (run / "test_metrics.json").write_text(json.dumps({"precision": 0.6, "recall": 0.5, "f1": 0.5 + seed / 100}))
+        (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+        for name in ("best.ckpt", "last.ckpt"):
+            (run / "checkpoints" / name).write_text("x")
+        (run / "metrics.csv").write_text("epoch,val/f1\n0,0.5\n1,0.7\n2,0.6\n")
+        (run / "config.yaml").write_text("model:\n  lr: 0.1\n")
         return 0
 
 
@@ -158,6 +177,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
     runs = FakeRuns()
     monkeypatch.setattr(ablate, "run_command", runs)
     monkeypatch.setattr(ablate, "count_parameters", lambda path: 4321)
+    monkeypatch.setattr(ablate, "evaluate_run", fake_evaluation)
     return runs
 
 
@@ -172,30 +192,44 @@ def variant_files(tmp_path: Path) -> list[str]:
 
 def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path, fake: FakeRuns,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "out"
+    out, runs = tmp_path / "out", tmp_path / "runs"
     args = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path),
-            "--seeds", "1", "2", "--out", str(out), "--max-epochs", "3", "--extra", "--data.data_dir", "d"]
+            "--seeds", "1", "2", "--out", str(out), "--runs-dir", str(runs), "--max-epochs", "3",
+            "--resamples", "200", "--extra", "--data.data_dir", "d"]
     assert ablate.main(args) == 0
-    assert len(fake.calls) == 8
+    assert len(fake.calls) == 4
     fit = fake.calls[0]
     assert fit[3:] == ["fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--config", str(tmp_path / "final.yaml"),
-                       "--seed_everything", "1", "--run_dir", str(out / "final" / "seed_1"), "--resume", "auto",
+                       "--seed_everything", "1", "--run_dir", str(runs / "final" / "seed_1"), "--resume", "auto",
                        "--trainer.max_epochs", "3", "--data.data_dir", "d"]
-    assert fake.calls[1][3:5] == ["test", "--ckpt_path"] and fake.calls[1][5].endswith("seed_1/checkpoints/best.ckpt")
     stored = json.loads((out / "relu" / "seed_2" / "result.json").read_text())
-    assert stored | {"commands": None} == {"variant": "relu", "seed": 2, "precision": 0.6, "recall": 0.5, "f1": 0.52,
-                                           "dev_f1": 0.7, "parameters": 4321, "epochs": 3, "seconds": stored["seconds"],
-                                           "checkpoint": "best", "resumed": False, "commands": None}
-    assert "| relu | 60.0 ± 0.0 | 50.0 ± 0.0 | 51.5 ± 0.7 | +0.0 | 4,321 | 2 |" in (out / "table.md").read_text()
+    assert {k: stored[k] for k in ("variant", "seed", "dev_f1", "parameters", "epochs", "checkpoint", "resumed")} == {
+        "variant": "relu", "seed": 2, "dev_f1": 0.7, "parameters": 4321, "epochs": 3, "checkpoint": "best",
+        "resumed": False}
+    assert stored["f1"] == pytest.approx(expected_f1(2))
+    assert stored["dev_curve"] == [0.5, 0.7, 0.6] and stored["config"] == {"model": {"lr": 0.1}}
+    assert stored["recipe"] == [str(REPO / "configs" / "tacred.yaml"), str(tmp_path / "relu.yaml")]
+    assert stored["test"]["gold"] == GOLD and stored["test"]["pred"] == [0, 0, *GOLD[2:]]
+    assert stored["semeval_macro_f1"] is None and "commit" in stored
+    assert np.load(out / "relu" / "seed_2" / R.PROBS_FILE)["probs"].shape == (10, 3)
+    assert not (out / "relu" / "seed_2" / "checkpoints").exists(), "checkpoints stay in the runs folder"
+    table = (out / "table.md").read_text()
+    assert table.splitlines()[0] == "| Variant | P | R | F1 | Δ F1 vs final | p | Parameters | Seeds |"
+    assert "| relu |" in table and "| 1.000 | 4,321 | 2 |" in table, "identical predictions: p = 1"
     assert all((out / name).is_file() for name in A.TABLE_FILES)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["relu"]["test_f1"] == [round(100 * expected_f1(1), 2), round(100 * expected_f1(2), 2)]
+    assert summary["relu"]["ensemble_vote_f1"] is not None and summary["relu"]["epochs"] == [3]
+    assert (out / R.CURVES_FILE).read_bytes().startswith(b"\x89PNG")
 
-    assert ablate.main(args) == 0 and len(fake.calls) == 8, "finished runs are skipped"
+    assert ablate.main(args) == 0 and len(fake.calls) == 4, "finished runs are skipped"
     (out / "relu" / "seed_2" / "result.json").unlink()
-    assert ablate.main(args) == 0 and [c[3] for c in fake.calls[8:]] == ["test"], "a finished fit is not repeated"
+    assert ablate.main(args) == 0 and len(fake.calls) == 4, "a finished fit is not repeated, only evaluated"
+    assert (out / "relu" / "seed_2" / "result.json").is_file()
 
     (out / "table.md").unlink()
     capsys.readouterr()
-    assert ablate.main(["--out", str(out), "--table-only"]) == 0 and len(fake.calls) == 9
+    assert ablate.main(["--out", str(out), "--table-only", "--resamples", "100"]) == 0 and len(fake.calls) == 4
     assert (out / "table.md").is_file() and "| final |" in capsys.readouterr().out
 
 
@@ -207,7 +241,6 @@ def test_last_epoch_checkpoint_and_resumed_fit(tmp_path: Path, fake: FakeRuns) -
                         "--seeds", "1", "--out", str(out), "--checkpoint", "last"]) == 0
     stored = json.loads((out / "final" / "seed_1" / "result.json").read_text())
     assert stored["resumed"] is True and stored["dev_f1"] == 0.6 and stored["checkpoint"] == "last"
-    assert fake.calls[1][5].endswith("last.ckpt")
 
 
 def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,7 +249,7 @@ def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, cap
     assert ablate.main([*base, "--seeds", "1", "2", "--list"]) == 0
     assert capsys.readouterr().out.splitlines() == ["final 1 todo", "final 2 todo", "relu 1 todo", "relu 2 todo"]
     assert ablate.main([*base, "--seeds", "2", "--only", "relu"]) == 0
-    assert [c[c.index("--run_dir") + 1] for c in fake.calls] == [str(out / "relu" / "seed_2")] * 2
+    assert [c[c.index("--run_dir") + 1] for c in fake.calls] == [str(out / "relu" / "seed_2")]
     assert ablate.main([*base, "--seeds", "1", "2", "--list"]) == 0
     assert "relu 2 done" in capsys.readouterr().out
     fake.fail = "final"
@@ -326,6 +359,8 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     assert all(0 <= r.f1 <= 1 and r.parameters > 0 for r in results)
     table = (out / "table.md").read_text()
     assert "| final |" in table and "| san_r |" in table
+    assert len(json.loads((out / "final" / "seed_1" / "result.json").read_text())["test"]["pred"]) == 10
+    assert set(json.loads((out / "summary.json").read_text())) == {"final", "san_r"}
 
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert again.returncode == 0 and again.stdout.count("done before, skipped") == 4

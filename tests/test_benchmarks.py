@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow  # trains the model 5 times for 2 tiny epochs, and
 
 def test_every_table_names_the_machine(quick_output):
     text, _ = quick_output
-    assert text.count("- machine: ") >= 5
+    assert text.count("- machine: ") >= 7
     assert "cores" in text and "torch " in text
     assert re.search(r"^total: \d+ s$", text, re.M)
 
@@ -90,6 +90,15 @@ def test_end_to_end_table_has_epoch_time_memory_and_test_throughput(quick_output
         assert float(row[2]) > 0 and float(row[3]) > 0  # wall of the short and the long fit
         assert row[5].endswith("MiB") and row[9].endswith("MiB")  # peak RSS of fit and test
         assert 0.0 <= float(row[6]) <= 1.0  # dev F1
+
+
+def test_serving_table_has_requests_per_second_and_latency(quick_output):
+    rows = table_rows(quick_output[0], "Serving")
+    assert [r[0] for r in rows] == ["1", "8", "32"]
+    for row in rows:
+        assert int(row[1]) > 0 and float(row[2].replace(",", "")) > 0  # requests answered, requests/s
+        assert float(row[3]) <= float(row[4].replace(",", ""))  # p50 <= p99
+        assert row[5] == "0"  # no errors
 
 
 def test_out_file_holds_the_printed_tables(quick_output):

@@ -14,7 +14,7 @@ def test_word_vectors_come_from_glove_for_the_vocabulary(tmp_path, write_json, m
     glove = tmp_path / "glove.txt"
     glove.write_text("w1 0.1 0.2 0.3 0.4\nW2 1 2 3 4\n. . . 5 6 7 8\n", encoding="utf-8")
     dm = TacredDataModule(data_dir=str(tmp_path), glove_path=str(glove), embedding_dim=4,
-                          dev_file="train.json", test_file="train.json")
+                          dev_file="train.json", test_file="train.json", min_glove_coverage=0)
     vectors = dm.word_vectors
     assert vectors.shape == (len(dm.vocab.words), 4)
     torch.testing.assert_close(vectors[dm.vocab.words.id("w1")], torch.tensor([0.1, 0.2, 0.3, 0.4]))

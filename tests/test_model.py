@@ -173,3 +173,48 @@ def test_compiled_network_keeps_parameter_names_and_outputs():
     batch = random_batch([5, 3, 7])
     with torch.no_grad():
         torch.testing.assert_close(compiled(batch).logits, plain(batch).logits, atol=1e-4, rtol=1e-4)
+
+
+# -- learning-rate rules ------------------------------------------------------------------------------------------
+def _lrs(scores: list[float], **kwargs: object) -> list[float]:
+    from tacred.models.schedule import DecayOnStall
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    rule = DecayOnStall(opt, **kwargs)
+    out = []
+    for score in scores:
+        rule.step(score)
+        out.append(round(opt.param_groups[0]["lr"], 6))
+    return out
+
+
+def test_decay_on_stall_follows_the_original_rule_from_its_start_epoch() -> None:
+    # epochs 1..6; decay from epoch 3 on whenever F1 did not beat the previous epoch
+    assert _lrs([0.5, 0.4, 0.6, 0.6, 0.5, 0.7], start_epoch=2, factor=0.5) == [1.0, 1.0, 1.0, 0.5, 0.25, 0.25]
+    # compared with the best epoch so far instead, 0.6 after 0.65 is a stall
+    assert _lrs([0.5, 0.65, 0.6, 0.7], start_epoch=0, factor=0.5, compare="best") == [1.0, 1.0, 0.5, 0.5]
+    assert _lrs([0.5, 0.65, 0.6, 0.7], start_epoch=0, factor=0.5) == [1.0, 1.0, 0.5, 0.5]
+    assert _lrs([0.5, 0.65, 0.64, 0.66], start_epoch=0, factor=0.5, compare="best") == [1.0, 1.0, 0.5, 1.0 * 0.5]
+
+
+def test_decay_patience_waits_for_that_many_stalls_in_a_row() -> None:
+    scores = [0.5, 0.4, 0.3, 0.6, 0.5, 0.4, 0.3]
+    assert _lrs(scores, start_epoch=0, factor=0.5, patience=1) == [1.0, 0.5, 0.25, 0.25, 0.125, 0.0625, 0.03125]
+    assert _lrs(scores, start_epoch=0, factor=0.5, patience=2) == [1.0, 1.0, 0.5, 0.5, 0.5, 0.25, 0.25]
+    with pytest.raises(ValueError, match="patience must be at least 1"):
+        _lrs([0.1], patience=0)
+
+
+def test_cosine_schedule_anneals_to_zero_over_the_epochs() -> None:
+    from tacred.models.schedule import build_schedule
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.4)
+    schedule, on_metric = build_schedule("cosine", opt, 4, 15, 0.9, "previous", 1)
+    lrs = []
+    for _ in range(4):
+        opt.step()
+        schedule.step()
+        lrs.append(round(opt.param_groups[0]["lr"], 6))
+    assert not on_metric and lrs == [0.341421, 0.2, 0.058579, 0.0]
+    with pytest.raises(ValueError, match="lr_schedule must be one of stall, cosine"):
+        build_schedule("linear", opt, 4, 15, 0.9, "previous", 1)

@@ -223,10 +223,10 @@ def test_command_infers_retacred_from_the_layout(tmp_path: Path, data: list[dict
 def test_command_user_errors_return_2_with_one_line(tmp_path: Path, data: list[dict[str, Any]], capsys: pytest.CaptureFixture) -> None:
     data_path = write(tmp_path / "dev.json", data)
     patch = write(tmp_path / "p.json", {"a1": "per:identity"})
-    # A Re-TACRED patch forced into TACREV mode: unknown label.
+    # A Re-TACRED patch forced into TACREV mode: the layout contradicts --mode.
     assert main([str(data_path), str(patch), str(tmp_path / "o.json"), "--mode", "tacrev"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "p.json" in err and "per:identity" in err
+    assert err.count("\n") == 1 and "p.json" in err and "--mode tacrev" in err and "Re-TACRED's layout" in err
     assert not (tmp_path / "o.json").exists()
     assert main([str(tmp_path / "nope.json"), str(patch), str(tmp_path / "o.json")]) == 2
     assert "nope.json" in capsys.readouterr().err

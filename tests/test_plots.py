@@ -134,3 +134,80 @@ def test_stored_predictions_without_gold_need_a_gold_file(tmp_path, capsys):
     (tmp_path / "p.jsonl").write_text(json.dumps({"id": "a", "relation": "per:title"}) + "\n")
     assert main(["confusion", "--predictions", str(tmp_path / "p.jsonl")]) == 2
     assert "line 1: needs string 'relation' and 'gold'" in capsys.readouterr().err
+
+
+# -- the picture defects of issue 15 -------------------------------------------------------------------------
+
+
+def _overlaps(fig, artist, ax) -> bool:
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return artist.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+
+
+def test_the_relations_legend_sits_outside_the_bars():
+    from tacred.plots import relation_scores_figure
+    from tacred.scoring import score
+
+    gold = ["a", "a", "b", "b", "no_relation"] * 3
+    pred = ["a", "b", "b", "b", "a"] * 3
+    fig = relation_scores_figure(score(gold, pred))
+    [ax] = fig.axes
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    assert not _overlaps(fig, fig.legends[0], ax)
+
+
+def test_curves_count_epochs_from_one_and_print_no_label_over_the_lines():
+    from tacred.inspection import TrainingCurves
+    from tacred.plots import training_curves_figure
+
+    curves = TrainingCurves(train_loss=[(0, 2.0), (1, 1.0), (2, 0.5)], val_f1=[(0, 0.2), (1, 0.6), (2, 0.5)],
+                            val_precision=[(0, 0.3), (1, 0.5), (2, 0.5)], val_recall=[(0, 0.1), (1, 0.7), (2, 0.5)],
+                            lr=[(0, 0.1), (1, 0.1), (2, 0.09)])
+    fig = training_curves_figure(curves)
+    for ax in fig.axes:
+        assert not ax.texts  # no annotation printed over the curves
+        for line in ax.lines:
+            assert min(line.get_xdata()) >= 1
+    dev = fig.axes[1]
+    assert [t.get_text() for t in dev.get_legend().get_texts()][-1] == "best F1 60.0% (epoch 2)"
+    [star] = [line for line in dev.lines if line.get_marker() == "*"]
+    assert list(star.get_xdata()) == [2] and list(star.get_ydata()) == [0.6]
+
+
+def _view(gold):
+    from tacred.inspection import AttentionView
+
+    rng = np.random.default_rng(0)
+    weights = rng.random((3, 5, 5))
+    weights /= weights.sum(-1, keepdims=True)
+    return AttentionView("s1", ["Ann", "works", "at", "Acme", "."], (0, 0), (3, 3), [weights],
+                         rng.random(5) / 5, gold, "per:employee_of", 0.8)
+
+
+def test_attention_heads_share_a_colour_scale_with_a_colour_bar():
+    from tacred.plots import attention_figure
+
+    fig = attention_figure(_view("per:employee_of"))
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight"
+    heads = [ax for ax in fig.axes if ax.get_title().startswith("layer 1, head")]
+    assert len(heads) == 3 and len({ax.images[0].get_clim() for ax in heads}) == 1
+    assert "(p = 0.80, correct)" in fig._suptitle.get_text()
+
+
+def test_an_unlabelled_sentence_gets_no_verdict(checkpoint, tmp_path):
+    from tacred.plots import attention_figure
+
+    title = attention_figure(_view(None))._suptitle.get_text()
+    assert "gold" not in title.split("\n")[0].replace("no gold label", "") and "wrong" not in title
+    assert "no gold label" in title
+    # through the command: a file whose relations are all the placeholder no_relation (as tacred annotate writes)
+    data = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text())[:2]
+    for ex in data:
+        ex["relation"] = "no_relation"
+    (tmp_path / "mine.json").write_text(json.dumps(data))
+    out = tmp_path / "a.png"
+    assert main(["attention", "--ckpt_path", str(checkpoint), "--file", str(tmp_path / "mine.json"), "--index", "0",
+                 "-o", str(out)]) == 0
+    check_png(out)

@@ -149,3 +149,73 @@ def test_the_wandb_config_parses(name):
                            f"configs/{name}", "--print_config"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "lightning.pytorch.loggers.WandbLogger" in proc.stdout and "project: tacred" in proc.stdout
+
+
+def wandb_records(path: Path) -> list:
+    """The protobuf records of an offline run's ``run-<id>.wandb`` file (a LevelDB-style log of 32 KiB blocks)."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    out, pos, block, pending = [], 7, 32768, b""
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7]) if left >= 7 else (0, 0, 0)
+        if left < 7 or (length == 0 and kind == 0):
+            pos += left
+            continue
+        pending += data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a full record, or the last piece of one
+            record = pb.Record()
+            record.ParseFromString(pending)
+            out.append(record)
+            pending = b""
+    return out
+
+
+def test_a_wandb_run_is_complete(demo_data, tmp_path):
+    """The whole resolved config (network, trainer), name and tags, the best checkpoint as an artifact, and test
+    metrics at the tested checkpoint's last training step without a rewrite of the run's config."""
+    wandb_dir, run = tmp_path / "wandb_home", tmp_path / "my-run"
+    wandb_dir.mkdir()
+    config = tmp_path / "wandb.yaml"
+    config.write_text((REPO / "configs" / "wandb.yaml").read_text().replace("log_model: false", "log_model: true"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(OMP_NUM_THREADS="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="offline", WANDB_DIR=str(wandb_dir))
+
+    def tacred(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "tacred", *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    output = tacred("fit", "--config", "configs/demo.yaml", "--config", str(config), "--data.data_dir",
+                    str(demo_data), "--run_dir", str(run), "--trainer.max_epochs", "2", *SMALL)
+    assert "anonymous" not in output
+    [fit_run] = run_dirs(wandb_dir)
+    records = wandb_records(next(fit_run.glob("run-*.wandb")))
+    [info] = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert info.display_name == "my-run" and list(info.tags) == ["tacred"]
+    config_values = {u.key: json.loads(u.value_json) for r in records if r.WhichOneof("record_type") == "config"
+                     for u in r.config.update}
+    assert config_values["model"]["network"]["word_dim"] == 24 and config_values["model"]["network"]["num_heads"] == 3
+    assert config_values["trainer"]["max_epochs"] == 2 and config_values["trainer"]["gradient_clip_val"] == 1.0
+    assert config_values["data"]["data_dir"] == str(demo_data)
+    artifacts = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
+    assert any(a.type == "model" and "best" in a.aliases for a in artifacts)
+
+    best = run / "checkpoints" / "best.ckpt"
+    step = torch.load(best, weights_only=False)["global_step"]
+    tacred("test", "--ckpt_path", str(best))
+    test_run = next(d for d in run_dirs(wandb_dir) if d != fit_run)
+    records = wandb_records(next(test_run.glob("run-*.wandb")))
+    rewritten = [u.key for r in records if r.WhichOneof("record_type") == "config" for u in r.config.update if u.key]
+    assert rewritten == []  # output_dir, vocab_path etc. of the training run stay as they were
+    history = [{i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item} for r in records
+               if r.WhichOneof("record_type") == "history"]
+    [test_row] = [h for h in history if "test/f1" in h]
+    assert test_row["trainer/global_step"] == step > 0
+    assert test_row["test/f1"] == pytest.approx(json.loads((run / "test_metrics.json").read_text())["f1"])

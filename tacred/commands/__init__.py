@@ -14,4 +14,7 @@ COMMANDS: dict[str, str] = {
     "ablate": "ablate",
     "plot": "plot",
     "threshold": "threshold",
+    "tune": "tune",
+    "serve": "serve",
+    "export": "export",
 }

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tacred.ablation import (
     FIT_DONE_FILE,
@@ -25,18 +26,24 @@ from tacred.ablation import (
     probe_batch,
     run_dir,
     summarize,
-    test_command,
     trainable_parameters,
     write_result,
     write_tables,
     write_text_atomic,
 )
+from tacred.errors import report
 
 HELP = "train and test each ablation variant over several seeds and tabulate P/R/F1 (the paper's Table 3)"
 EPILOG = """\
-Each run is `tacred fit` + `tacred test` in OUT/<variant>/seed_<S>/ (logs: fit.log, test.log). A run with a
-result.json is skipped, a finished fit (fit.done) is not repeated, and an interrupted fit resumes from its
-last.ckpt; delete a run folder to redo it. Tables: OUT/table.md, table.tex, table.csv, f1.png.
+Each run is `tacred fit` in RUNS/<variant>/seed_<S>/ (log: fit.log), then the chosen checkpoint predicts the
+test split in-process (fp32) and OUT/<variant>/seed_<S>/ gets result.json (scores, dev F1 per epoch, resolved
+config, code commit, test predictions) and test_probabilities.npz. RUNS defaults to OUT; keep OUT in git and
+RUNS (checkpoints) elsewhere. A run with a result.json is skipped, a finished fit (fit.done) is not repeated,
+and an interrupted fit resumes from its last.ckpt; delete a result to redo it.
+
+Tables (from the stored results alone, no training): OUT/table.md, table.tex, table.csv, f1.png with mean ± std
+over seeds, Δ F1 and a paired approximate-randomization p-value against --reference over the test examples;
+summary.json (per variant: F1 per seed, both ensembles over seeds) and dev_curves.png.
 
 Independent jobs (e.g. a cluster array): `tacred ablate ARGS --list` prints 'VARIANT SEED todo|done' per run;
 job k runs `tacred ablate ARGS --only VARIANT --seeds SEED`; afterwards `tacred ablate --out OUT --table-only`.
@@ -53,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", nargs="+", default=[], metavar="YAML", help="variant override files (table rows)")
     p.add_argument("--variants-dir", help="every *.yaml in this folder is a variant, e.g. configs/ablations")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds per variant (default: 1 2 3)")
-    p.add_argument("--out", default="runs/ablate", help="sweep folder (default: runs/ablate)")
+    p.add_argument("--out", default="runs/ablate", help="results folder: result.json per run, tables (default: runs/ablate)")
+    p.add_argument("--runs-dir", help="training run folders with checkpoints and logs (default: OUT)")
+    p.add_argument("--resamples", type=int, default=10_000,
+                   help="approximate-randomization resamples of the significance column (default: 10000)")
     p.add_argument("--only", nargs="+", metavar="VARIANT", help="run only these variants (by file name)")
     p.add_argument("--max-epochs", type=int, help="override trainer.max_epochs of every variant")
     p.add_argument("--checkpoint", choices=("best", "last"), default="best",
@@ -92,9 +102,20 @@ def _failed(variant: Variant, seed: int, command: str, log: Path, lines: int = 1
     return AblationError("\n".join([f"{variant.name} seed {seed}: tacred {command} failed; see {log}:", *tail]))
 
 
+def evaluate_run(checkpoint: Path) -> Any:
+    """The checkpoint's test probabilities (:func:`tacred.results.evaluate`)."""
+    from tacred.results import evaluate
+
+    return evaluate(checkpoint, "test")
+
+
 def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
-    """Fit (unless ``fit.done``), test and store ``result.json`` for one variant and seed."""
-    run = run_dir(args.out, variant.name, seed)
+    """Fit (unless ``fit.done``), predict the test split and store ``result.json`` for one variant and seed."""
+    import yaml
+
+    from tacred.results import git_commit, save_probabilities, test_record
+
+    run = run_dir(args.runs_dir or args.out, variant.name, seed)
     run.mkdir(parents=True, exist_ok=True)
     done = run / FIT_DONE_FILE
     commands: list[list[str]] = []
@@ -106,43 +127,52 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
         start = time.perf_counter()
         if run_command(cmd, run / "fit.log"):
             raise _failed(variant, seed, "fit", run / "fit.log")
-        fit_info = {"seconds": time.perf_counter() - start, "resumed": resumed, "command": cmd}
+        fit_info = {"seconds": time.perf_counter() - start, "resumed": resumed, "command": cmd,
+                    "commit": git_commit()}
         write_text_atomic(done, json.dumps(fit_info, indent=1) + "\n")
     commands.append(fit_info["command"])
     checkpoint = run / "checkpoints" / f"{args.checkpoint}.ckpt"
     if not checkpoint.is_file():
         raise AblationError(f"{variant.name} seed {seed}: the fit left no {checkpoint}")
-    cmd = test_command(checkpoint, run)
-    commands.append(cmd)
     start = time.perf_counter()
-    if run_command(cmd, run / "test.log"):
-        raise _failed(variant, seed, "test", run / "test.log")
+    evaluation = evaluate_run(checkpoint)
+    record = test_record(evaluation)
     test_seconds = time.perf_counter() - start
-    metrics_path = run / "test_metrics.json"
-    if not metrics_path.is_file():
-        raise AblationError(f"{variant.name} seed {seed}: tacred test wrote no {metrics_path}")
-    metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
     dev = dev_f1_by_epoch(run / "metrics.csv")
     if not dev:
         raise AblationError(f"{variant.name} seed {seed}: {run / 'metrics.csv'} holds no dev F1")
     result = RunResult(
-        variant=variant.name, seed=seed, precision=float(metrics["precision"]), recall=float(metrics["recall"]),
-        f1=float(metrics["f1"]), dev_f1=max(dev.values()) if args.checkpoint == "best" else dev[max(dev)],
+        variant=variant.name, seed=seed, precision=float(record["precision"]), recall=float(record["recall"]),
+        f1=float(record["f1"]), dev_f1=max(dev.values()) if args.checkpoint == "best" else dev[max(dev)],
         parameters=count_parameters(checkpoint), epochs=len(dev), seconds=round(fit_info["seconds"] + test_seconds, 1),
         checkpoint=args.checkpoint, resumed=bool(fit_info["resumed"]),
     )
-    write_result(run, result, commands=commands)
+    config_path = run / "config.yaml"
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) if config_path.is_file() else None
+    results = run_dir(args.out, variant.name, seed)
+    results.mkdir(parents=True, exist_ok=True)
+    save_probabilities(results, evaluation)
+    write_result(results, result, commands=commands, recipe=[str(args.config), str(variant.path)],
+                 commit=fit_info.get("commit") or git_commit(), semeval_macro_f1=record["semeval_macro_f1"],
+                 dev_curve=[dev[e] for e in sorted(dev)], config=config, test=record["test"])
     return result
 
 
 def render(args: argparse.Namespace, names: list[str] | None) -> int:
+    from tacred.results import CURVES_FILE, plot_dev_curves, significance, write_summary
+
     results = load_results(args.out, names)
     if not results:
         print(f"tacred ablate: error: no {RESULT_FILE} under {args.out}", file=sys.stderr)
         return 2
-    paths = write_tables(args.out, summarize(results, args.reference), args.reference, args.published)
+    variants = list(dict.fromkeys(r.variant for r in results))
+    tests = significance(args.out, variants, args.reference, args.resamples)
+    rows = summarize(results, args.reference, tests)
+    paths = write_tables(args.out, rows, args.reference, args.published)
+    paths.append(write_summary(args.out, results))
+    curves = plot_dev_curves(args.out, variants, Path(args.out) / CURVES_FILE)
     print(paths[0].read_text(encoding="utf-8"), end="")
-    print("tables: " + ", ".join(str(p) for p in paths))
+    print("tables: " + ", ".join(str(p) for p in [*paths, *([curves] if curves else [])]))
     return 0
 
 
@@ -168,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.config or not Path(args.config).is_file():
             raise AblationError(f"--config: base config not found: {args.config}")
     except AblationError as err:
-        print(f"tacred ablate: error: {err}", file=sys.stderr)
-        return 2
+        return report("ablate", err)
     failed = []
     for i, (variant, seed) in enumerate(jobs, start=1):
         tag = f"[{i}/{len(jobs)}] {variant.name} seed {seed}"

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tacred.errors import read_text, report
+
 HELP = "Turn raw sentences with marked subject/object into TACRED JSON with spaCy."
 
 EPILOG = """\
@@ -38,10 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
     try:
-        if args.input == "-":
-            source, lines = "<stdin>", sys.stdin.read().splitlines()
-        else:
-            source, lines = args.input, Path(args.input).read_text(encoding="utf-8").splitlines()
+        source = "<stdin>" if args.input == "-" else args.input
+        lines = read_text(args.input).splitlines()
         nlp = load_spacy(args.spacy_model)
         annotate = annotate_marked if args.format == "marked" else annotate_offsets
         examples = annotate(lines, nlp=nlp, source=source)
@@ -52,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             Path(args.output).write_text(text, encoding="utf-8")
     except (AnnotationError, SpacyModelError, OSError, UnicodeDecodeError) as err:
-        print(f"tacred annotate: error: {err}", file=sys.stderr)
-        return 2
+        return report("annotate", err)
     if args.output is not None:
         print(f"wrote {len(examples)} examples to {args.output}", file=sys.stderr)
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tacred.errors import report
+
 HELP = "Convert public data (SemEval-2010 Task 8) or generate the demo corpus in TACRED format."
 
 
@@ -41,25 +43,24 @@ def main(argv: list[str] | None = None) -> int:
             paths = write_corpus(args.out, seed=args.seed, n_train=args.n_train, n_dev=args.n_dev,
                                  n_test=args.n_test)
         except (OSError, ValueError) as err:
-            print(f"tacred convert: error: {err}", file=sys.stderr)
-            return 2
+            return report("convert", err)
         for name, path in paths.items():
             print(f"{name}: {path}")
         return 0
 
-    from tacred.data.semeval import SemEvalError, write_release
+    from tacred.data.semeval import SemEvalError, check_release, write_release
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
     if args.batch_size < 1:
         print(f"tacred convert: error: --batch-size must be at least 1, got {args.batch_size}", file=sys.stderr)
         return 2
     try:
+        check_release(args.src, args.dev_size)
         nlp = load_spacy(args.spacy_model)
         info = write_release(args.src, args.out, dev_size=args.dev_size, seed=args.seed, nlp=nlp,
                              batch_size=args.batch_size)
     except (SemEvalError, SpacyModelError, OSError) as err:
-        print(f"tacred convert: error: {err}", file=sys.stderr)
-        return 2
+        return report("convert", err)
     sizes = info["sizes"]
     print(f"SemEval-2010 Task 8 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
     for name in ("train", "dev", "test"):

@@ -24,13 +24,14 @@ from tacred.ensemble import (
     mean_std,
     votes,
 )
+from tacred.errors import TacredError, report
 
 HELP = "Train K seeds (or take K checkpoints) and score each member, their mean ± std, and two ensembles."
 FINISHED = "fit_finished.json"
 SPLITS = ("dev", "test")
 
 
-class EnsembleError(Exception):
+class EnsembleError(TacredError):
     """A problem the user can fix (a failed member run, mismatched members, a missing file)."""
 
 
@@ -138,9 +139,37 @@ def write_predictions(path: Path, ref: MemberPredictions, best: np.ndarray, prob
 
 
 # -- main -------------------------------------------------------------------------------------------------
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, before any work, what would give a meaningless ensemble or fail late: fewer than two distinct members,
+    a device torch does not know or does not have, a batch size below 1."""
+    import torch
+
+    try:
+        device = torch.device(args.device)
+    except (RuntimeError, ValueError):
+        raise EnsembleError(f"--device {args.device!r}: not a torch device (e.g. cpu, cuda, cuda:1, mps)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise EnsembleError(f"--device {args.device!r}: no CUDA GPU is available")
+    if args.batch_size < 1:
+        raise EnsembleError(f"--batch-size {args.batch_size}: must be at least 1")
+    if args.checkpoints:
+        resolved: dict[Path, str] = {}
+        for given in args.checkpoints:
+            path = Path(given).resolve()
+            if path in resolved:
+                raise EnsembleError(f"--checkpoints: {given} is given twice (also as {resolved[path]}); "
+                                    "an ensemble needs distinct members")
+            resolved[path] = given
+        if len(resolved) < 2:
+            raise EnsembleError(f"--checkpoints {' '.join(args.checkpoints)}: an ensemble needs at least 2 checkpoints")
+    elif len(set(args.seeds)) < 2 or len(set(args.seeds)) != len(args.seeds):
+        raise EnsembleError(f"--seeds {' '.join(map(str, args.seeds))}: an ensemble needs at least 2 distinct seeds")
+
+
 def run(args: argparse.Namespace, fit_args: list[str]) -> int:
     from tacred.scoring import score
 
+    check_arguments(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.checkpoints:
@@ -203,5 +232,4 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(args, fit_args)
     except (EnsembleError, CheckpointError, OSError, ValueError) as err:  # ValueError: data and label errors
-        print(f"tacred ensemble: error: {err}", file=sys.stderr)
-        return 2
+        return report("ensemble", err)

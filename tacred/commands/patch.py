@@ -14,10 +14,12 @@ from tacred.data.patch import (
     PatchError,
     PatchResult,
     apply_patch,
+    check_mode,
     load_split,
     read_patch,
     write_split,
 )
+from tacred.errors import report
 
 HELP = "Apply a TACREV or Re-TACRED patch (keyed by example id) to a TACRED split."
 
@@ -67,19 +69,19 @@ def _report(result: PatchResult, n_in: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.out.resolve() in {args.data.resolve(), args.patch.resolve()}:
-        print(f"tacred patch: OUT.json ({args.out}) must differ from DATA.json and PATCH.json", file=sys.stderr)
+        print(f"tacred patch: error: OUT.json ({args.out}) must differ from DATA.json and PATCH.json", file=sys.stderr)
         return 2
     try:
         patch_file = read_patch(args.patch)
         mode = args.mode or patch_file.layout
+        check_mode(patch_file, mode, args.patch)
         examples = load_split(args.data)
         result = apply_patch(
             examples, patch_file.labels, source=str(args.patch), mode=mode, data_source=str(args.data)
         )
         write_split(args.out, result.examples)
     except (PatchError, OSError) as e:
-        print(f"tacred patch: {e}", file=sys.stderr)
-        return 2
+        return report("patch", e)
 
     how = "--mode" if args.mode else "the patch layout"
     print(f"{mode} patch {args.patch} ({len(patch_file.labels)} ids; mode from {how}) on {args.data}:")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
+
+from tacred.errors import report
 
 HELP = "Draw attention heatmaps, confusion matrices, per-relation scores, training curves or PR curves as PNG."
 KINDS = ("attention", "confusion", "relations", "curves", "pr")
@@ -34,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--id", default=None, help="the example's id")
     which.add_argument("--index", type=int, default=None, help="the example's position in the split (0-based)")
     att.add_argument("--layer", type=int, nargs="+", default=None, help="1-based layers to draw (default: all)")
+    att.add_argument("--unlabelled", action="store_true",
+                     help="the sentences have no gold relation (e.g. from tacred annotate): show no verdict; "
+                          "assumed for a --file in which every relation is no_relation")
     for name, text in (("confusion", "row-normalised confusion matrix of the relations"),
                        ("relations", "per-relation precision/recall/F1 bars (official scorer)")):
         p = sub.add_parser(name, help=text)
@@ -113,7 +117,8 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     if args.kind == "attention":
         model, data, source = inspection.load_split(args.ckpt_path, args.split, args.data_dir, args.file)
         index = inspection.find_example(data, source, args.id, args.index)
-        view = inspection.attention_view(model, data, index)
+        placeholder = args.file is not None and all(ex.relation == model.vocab.no_relation for ex in data.examples)
+        view = inspection.attention_view(model, data, index, labelled=not (args.unlabelled or placeholder))
         layers = None if args.layer is None else [n - 1 for n in args.layer]
         name = Path(args.file).stem if args.file else args.split
         out = inspection.run_folder(args.ckpt_path) / "plots" / f"attention_{name}_{_safe(view.id)}.png"
@@ -171,7 +176,6 @@ def main(argv: list[str] | None = None) -> int:
         fig, default = draw(args)
         path = save_figure(fig, args.output or default, dpi=args.dpi)
     except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
-        print(f"tacred plot {args.kind}: error: {err}", file=sys.stderr)
-        return 2
+        return report(f"plot {args.kind}", err)
     print(f"{args.kind}: {path}")
     return 0

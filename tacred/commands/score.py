@@ -9,7 +9,16 @@ import json
 import sys
 
 from tacred.constants import NO_RELATION
-from tacred.scoring import format_report, format_semeval_report, read_aligned, score, semeval_macro_f1
+from tacred.data.labels import read_label_file
+from tacred.errors import report
+from tacred.scoring import (
+    check_predicted_labels,
+    format_report,
+    format_semeval_report,
+    read_aligned,
+    score,
+    semeval_macro_f1,
+)
 
 HELP = "Score predictions with the official TACRED scorer (micro P/R/F1, no_relation ignored)."
 
@@ -28,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--semeval", action="store_true",
                         help="also print SemEval-2010 Task 8's official macro-F1 (directed labels, Other excluded)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    parser.add_argument("--labels", metavar="FILE", default=None,
+                        help="JSON list of the allowed labels (default: TACRED's, Re-TACRED's or SemEval's when the "
+                             "gold labels fit one of them, else the gold labels); other predicted labels are errors")
     return parser
 
 
@@ -35,11 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         gold, pred = read_aligned(args.gold, args.pred)
+        labels = read_label_file(args.labels) if args.labels else None
+        check_predicted_labels(gold, pred, args.pred, no_relation=args.no_relation, labels=labels)
         result = score(gold, pred, no_relation=args.no_relation)
         semeval = semeval_macro_f1(gold, pred, other=args.no_relation) if args.semeval else None
     except (OSError, ValueError) as err:
-        print(f"tacred score: error: {err}", file=sys.stderr)
-        return 2
+        return report("score", err)
     if args.no_relation not in gold:
         print(f"tacred score: warning: no gold label is {args.no_relation!r}; every label counts as a "
               f"relation (set --no-relation?)", file=sys.stderr)

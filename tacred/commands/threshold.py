@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tacred.errors import report
+
 HELP = "Tune a no-relation threshold on dev (threshold.json) or apply one to a split and score it."
 
 
@@ -94,5 +96,4 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _tune(args) if args.action == "tune" else _apply(args)
     except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
-        print(f"tacred threshold {args.action}: error: {err}", file=sys.stderr)
-        return 2
+        return report(f"threshold {args.action}", err)

@@ -22,6 +22,7 @@ from tacred.data.spacy_pipeline import (
     tacred_example,
     tokenize_with_spans,
 )
+from tacred.errors import TacredError
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -31,11 +32,11 @@ _ROLE = {"subj": "subject", "e1": "subject", "obj": "object", "e2": "object"}
 _OFFSET_KEYS = {"text", "subj", "obj", "id", "subj_type", "obj_type", "relation"}
 
 
-class MarkerError(ValueError):
+class MarkerError(TacredError, ValueError):
     """A sentence whose ``<subj>``/``<obj>`` markers are missing, repeated, nested or empty."""
 
 
-class AnnotationError(ValueError):
+class AnnotationError(TacredError, ValueError):
     """An input line that cannot be annotated; names the source, the 1-based line and the problem."""
 
     def __init__(self, source: str, line: int, problem: str) -> None:
@@ -202,4 +203,9 @@ def annotate_offsets(
         except MarkerError as err:
             raise AnnotationError(source, n, str(err)) from err
         pending.append((n, ex_id or f"line-{n}", marked, relation))
+    first: dict[str, int] = {}
+    for n, ex_id, _, _ in pending:
+        if ex_id in first:
+            raise AnnotationError(source, n, f"id {ex_id!r} repeats the id of line {first[ex_id]}; ids must be unique")
+        first[ex_id] = n
     return _annotate(pending, nlp, source, batch_size)

@@ -11,9 +11,10 @@ import torch
 
 from tacred.data.examples import Example, log_bin, masked_tokens, relative_positions
 from tacred.data.vocab import Vocabularies
+from tacred.errors import TacredError
 
 
-class LabelError(ValueError):
+class LabelError(TacredError, ValueError):
     """An example whose relation is not in the model's label set."""
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +13,9 @@ from torch.utils.data import DataLoader
 from tacred import constants as C
 from tacred.data.batching import BucketBatchSampler, EncodedSplit
 from tacred.data.examples import Example, load_examples
+from tacred.data.labels import check_custom_labels, read_label_file
 from tacred.data.vocab import Vocabularies, build_vocabularies
+from tacred.validation import check_data
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ class TacredDataModule(L.LightningDataModule):
         vocab_path: reuse the vocabularies of a run (``vocab.json``) or of a checkpoint (``.ckpt``).
         batch_size, eval_batch_size, num_workers, seed: loading options; ``seed`` fixes the shuffling.
         spacy_model: spaCy pipeline for lemmas (default: whichever English model is installed).
+        min_glove_coverage: the smallest fraction of the vocabulary GloVe must cover (0 allows any coverage);
+            below it the run stops, since it would mostly train on random vectors.
     """
 
     def __init__(
@@ -65,8 +68,12 @@ class TacredDataModule(L.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
         spacy_model: str | None = None,
+        min_glove_coverage: float = 0.5,
     ) -> None:
         super().__init__()
+        check_data({"batch_size": batch_size, "eval_batch_size": eval_batch_size, "embedding_dim": embedding_dim,
+                    "min_count": min_count, "num_workers": num_workers, "min_glove_coverage": min_glove_coverage,
+                    "labels": labels, "no_relation": no_relation})
         self.save_hyperparameters()
         self.data_dir = Path(data_dir) if data_dir else None
         self.files = {"train": train_file, "dev": dev_file, "test": test_file, "predict": predict_file or test_file}
@@ -85,6 +92,7 @@ class TacredDataModule(L.LightningDataModule):
         self.num_workers = num_workers
         self.seed = seed
         self.spacy_model = spacy_model
+        self.min_glove_coverage = min_glove_coverage
         self._examples: dict[str, list[Example]] = {}
         self._encoded: dict[str, EncodedSplit] = {}
 
@@ -131,18 +139,20 @@ class TacredDataModule(L.LightningDataModule):
             path = Path(spec)
             if not path.is_file():
                 raise FileNotFoundError(f"labels: expected 'auto', 'tacred', a list or a JSON file; not found: {spec}")
-            return list(json.loads(path.read_text(encoding="utf-8")))
-        seen: set[str] = set()
+            return read_label_file(path)
+        seen: dict[str, str] = {}  # label -> the file it first appears in
         for split in ("train", "dev", "test"):
             if self.path(split).is_file():
-                seen.update(ex.relation for ex in self.examples(split))
-        if seen <= set(C.TACRED_LABELS):
+                for ex in self.examples(split):
+                    seen.setdefault(ex.relation, str(self.path(split)))
+        if set(seen) <= set(C.TACRED_LABELS):
             return list(C.TACRED_LABELS)
         from tacred.data.patch import RETACRED_LABELS
 
-        if seen <= set(RETACRED_LABELS) and self.no_relation == C.NO_RELATION:
+        if set(seen) <= set(RETACRED_LABELS) and self.no_relation == C.NO_RELATION:
             return list(RETACRED_LABELS)  # Re-TACRED's 40 labels in its authors' order
-        return [self.no_relation] + sorted(seen - {self.no_relation})
+        check_custom_labels(seen, self.no_relation)
+        return [self.no_relation] + sorted(set(seen) - {self.no_relation})
 
     @cached_property
     def vocab(self) -> Vocabularies:
@@ -164,13 +174,23 @@ class TacredDataModule(L.LightningDataModule):
         """GloVe vectors for the word vocabulary, or None (the model then initialises randomly)."""
         if self.vocab_path or not self.glove_path:
             if not self.vocab_path:
-                log.warning("no glove_path given: word vectors are initialised randomly")
+                log.warning("no glove_path given: word vectors are initialised randomly "
+                            "(pass --data.glove_path glove.840B.300d.zip for the paper's pretrained vectors)")
             return None
-        from tacred.data.glove import build_embedding_matrix
+        from tacred.data.glove import GloveFormatError, build_embedding_matrix
 
         result = build_embedding_matrix(self.glove_path, self.vocab.words.itos, dim=self.embedding_dim,
                                         lowercase=self.lowercase, seed=self.seed)
         log.info("GloVe coverage: %d of %d words (%.1f%%)", result.found, len(self.vocab.words), 100 * result.coverage)
+        # entity masks (SUBJ-PERSON, ...) and <UNK> are never in GloVe: they do not count against the file
+        missing = [w for w in result.missing if w != C.UNK and not w.startswith(("SUBJ-", "OBJ-"))]
+        searched = result.found + len(missing)
+        coverage = result.found / searched if searched else 1.0
+        if coverage < self.min_glove_coverage:
+            raise GloveFormatError(
+                f"--data.glove_path {self.glove_path}: covers {result.found} of {searched} words "
+                f"({coverage:.1%}), below --data.min_glove_coverage {self.min_glove_coverage}; check the file "
+                "and --data.lowercase, or pass --data.min_glove_coverage 0 to train on mostly random vectors")
         return result.vectors
 
     # -- Lightning hooks --------------------------------------------------------------------------

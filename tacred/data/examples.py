@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError, read_text
+
 log = logging.getLogger(__name__)
 
 _INT_FIELDS = ("subj_start", "subj_end", "obj_start", "obj_end")
@@ -16,7 +18,7 @@ _LIST_FIELDS = ("token", "stanford_pos", "stanford_ner")
 REQUIRED_FIELDS = ("token", *_INT_FIELDS, *_STR_FIELDS, "stanford_pos", "stanford_ner")
 
 
-class DataFormatError(ValueError):
+class DataFormatError(TacredError, ValueError):
     """An example (or a whole file) that does not follow the TACRED format."""
 
 
@@ -90,8 +92,11 @@ def check_example(raw: Any) -> str | None:
             return (f"span {prefix}_start={start}, {prefix}_end={end} does not satisfy "
                     f"0 <= start <= end < {len(tokens)} (sentence length)")
     for key in _STR_FIELDS:
-        if not isinstance(raw[key], str) or not raw[key]:
+        if not isinstance(raw[key], str) or not raw[key].strip():
             return f"field '{key}' must be a non-empty string, found {raw[key]!r}"
+    ident = raw.get("id")
+    if ident is not None and (not isinstance(ident, str) or not ident.strip()):
+        return f"field 'id' must be a non-empty string, found {ident!r}"
     lemmas = raw.get("lemma")
     if lemmas is not None and (not isinstance(lemmas, list) or len(lemmas) != len(tokens)):
         return "field 'lemma' must be a list as long as 'token'"
@@ -108,55 +113,88 @@ class LoadResult:
 
 
 def _read_records(path: Path) -> list[Any]:
-    """Read a JSON list or JSON Lines file through HF datasets, falling back to json for diagnosis."""
+    """Read a JSON list or JSON Lines file through HF datasets; the json module reads it instead whenever Arrow
+    would change a value's type (it turns ``"3"`` into ``3`` in a mixed column), or fails, so that each example
+    is validated exactly as written."""
     import datasets
 
+    if path.stat().st_size == 0:
+        raise DataFormatError(f"{path}: the file is empty (expected a JSON list of examples or JSON Lines)")
+    if _first_character(path) not in ("[", "{"):
+        return _read_json_plain(path)  # not TACRED JSON; pyarrow's reader even crashes on a file holding `null`
     datasets.disable_progress_bars()
-    datasets.utils.logging.set_verbosity_error()
+    datasets.utils.logging.set_verbosity(logging.CRITICAL)  # failures are diagnosed below
     try:
         ds = datasets.load_dataset("json", data_files=str(path), split="train")
-        return ds.to_list()
-    except Exception as err:  # noqa: BLE001 - re-raised below with the precise cause
-        # Arrow rejects mixed types and syntax errors with messages that name neither the example
-        # nor the field, so re-read with the json module to find and name the culprit.
-        records = _read_json_plain(path)
-        bad = _first_problem(records, path)
-        if bad is not None:
-            raise bad from None
-        raise DataFormatError(f"{path}: could not be loaded by datasets: {err}") from err
+    except Exception:  # noqa: BLE001 - Arrow's messages name neither example nor field: the json module finds them
+        return _read_json_plain(path)
+    if not _arrow_types_exact(ds.features):
+        return _read_json_plain(path)
+    return ds.to_list()
+
+
+def _first_character(path: Path) -> str:
+    """The first character that is not white space (or a byte-order mark), '' for a blank file."""
+    with open(path, "rb") as f:
+        while chunk := f.read(65536):
+            text = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
+            if text:
+                return chr(text[0])
+    return ""
+
+
+def _arrow_types_exact(features: Any) -> bool:
+    """Whether every field the format defines came out of Arrow with its own type (no column was unified)."""
+    import datasets
+
+    def value(feature: Any, dtype: str) -> bool:
+        return isinstance(feature, datasets.Value) and feature.dtype == dtype
+
+    def strings(feature: Any) -> bool:
+        return hasattr(feature, "feature") and not isinstance(feature, dict) and value(feature.feature, "string")
+
+    expected = {**dict.fromkeys(_INT_FIELDS, "int"), **dict.fromkeys((*_STR_FIELDS, "id"), "str"),
+                **dict.fromkeys((*_LIST_FIELDS, "lemma"), "list")}
+    for key, kind in expected.items():
+        if key not in features:
+            if key in ("id", "lemma"):
+                continue
+            return False
+        feature = features[key]
+        ok = value(feature, "int64") if kind == "int" else value(feature, "string") if kind == "str" else strings(feature)
+        if not ok:
+            return False
+    return True
 
 
 def _read_json_plain(path: Path) -> list[Any]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "data file")
     stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
-        return data
-    records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise DataFormatError(f"{path}: invalid JSON Lines record at line {lineno}: {err.msg}") from None
-    return records
+    if not stripped:
+        raise DataFormatError(f"{path}: the file holds only white space (expected a JSON list of examples or JSON Lines)")
+    try:
+        if stripped.startswith("["):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise DataFormatError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+            return data
+        records = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise DataFormatError(f"{path}: invalid JSON Lines record at line {lineno}: {err.msg}") from None
+        return records
+    except RecursionError:
+        raise DataFormatError(f"{path}: JSON nested too deeply to be TACRED data") from None
 
 
 def _describe(raw: Any, index: int) -> str:
     ident = raw.get("id") if isinstance(raw, dict) else None
     return f"example {index} (id {ident!r})" if ident is not None else f"example {index}"
-
-
-def _first_problem(records: list[Any], path: Path) -> DataFormatError | None:
-    for index, raw in enumerate(records):
-        problem = check_example(raw)
-        if problem:
-            return DataFormatError(f"{path}: {_describe(raw, index)}: {problem}")
-    return None
 
 
 def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
@@ -171,9 +209,15 @@ def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
     records = _read_records(path)
     examples: list[Example] = []
     skipped: list[tuple[int, str, str]] = []
+    first_index: dict[str, int] = {}
     for index, raw in enumerate(records):
         problem = check_example(raw)
+        ident = raw.get("id") if problem is None else None
+        if ident is not None and ident in first_index:
+            problem = f"id {ident!r} repeats the id of example {first_index[ident]}; ids must be unique"
         if problem is None:
+            if ident is not None:
+                first_index[ident] = index
             examples.append(Example.from_dict(raw, index))
             continue
         if strict:
@@ -184,7 +228,7 @@ def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
     if skipped:
         log.warning("%s: skipped %d invalid example(s) of %d", path, len(skipped), len(records))
     if not examples:
-        raise DataFormatError(f"{path}: no valid examples")
+        raise DataFormatError(f"{path}: no valid examples" if records else f"{path}: holds no examples")
     return LoadResult(path=path, examples=examples, skipped=skipped)
 
 

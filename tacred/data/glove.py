@@ -24,6 +24,8 @@ from typing import TextIO
 import numpy as np
 import torch
 
+from tacred.errors import TacredError
+
 logger = logging.getLogger("tacred.data.glove")
 
 DEFAULT_DIM = 300
@@ -31,7 +33,7 @@ _CACHE_VERSION = 1  # bump when the cached content or its meaning changes
 _MISSING_SHOWN = 20  # missing words named in the log line
 
 
-class GloveFormatError(ValueError):
+class GloveFormatError(TacredError, ValueError):
     """A GloVe file is damaged, or one of its lines is not a token followed by ``dim`` numbers."""
 
 
@@ -140,6 +142,8 @@ def read_glove_vectors(
                 continue
             if empty_since:
                 raise GloveFormatError(f"{name}, line {empty_since}: empty line before the end of the file")
+            if lineno == 1 and _is_header(line, dim, name):
+                continue  # word2vec-style "COUNT DIM" first line
             spaces = line.count(" ")  # the cheap split: every line is read, few are parsed
             if spaces == dim:
                 cut = line.find(" ")
@@ -148,7 +152,7 @@ def read_glove_vectors(
                 if lineno == 1:
                     _check_first_line(line, cut, dim, spaces, name)
             else:
-                hint = f" (a {spaces}-d file? pass dim={spaces})" if lineno == 1 and spaces else ""
+                hint = f" (a {spaces}-d file? set dim={spaces}: --data.embedding_dim {spaces})" if lineno == 1 and spaces else ""
                 raise GloveFormatError(f"{name}, line {lineno}: expected {dim} values, found {spaces}{hint}")
             token = line[:cut]
             vector = None
@@ -178,6 +182,17 @@ def read_glove_vectors(
     return result
 
 
+def _is_header(line: str, dim: int, name: str) -> bool:
+    """A word2vec-style header ``COUNT DIM``; its DIM must be ``dim``."""
+    fields = line.split(" ")
+    if len(fields) != 2 or not all(f.isdigit() for f in fields):
+        return False
+    if int(fields[1]) != dim:
+        raise GloveFormatError(f"{name}, line 1: the header says {fields[1]}-d vectors, expected {dim} "
+                               f"(pass --data.embedding_dim {fields[1]} and --model.network.word_dim {fields[1]})")
+    return True
+
+
 def _parse_values(text: str, name: str, lineno: int) -> np.ndarray:
     pieces = text.split(" ")
     try:
@@ -204,7 +219,7 @@ def _check_first_line(line: str, cut: int, dim: int, spaces: int, name: str) -> 
         [float(piece) for piece in extra]
     except ValueError:
         return
-    raise GloveFormatError(f"{name}, line 1: expected {dim} values, found {spaces} (a {spaces}-d file? pass dim={spaces})")
+    raise GloveFormatError(f"{name}, line 1: expected {dim} values, found {spaces} (a {spaces}-d file? set dim={spaces}: --data.embedding_dim {spaces})")
 
 
 def build_embedding_matrix(

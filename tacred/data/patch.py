@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tacred.constants import TACRED_LABELS
+from tacred.errors import TacredError
 
 Mode = Literal["tacrev", "retacred"]
 MODES: tuple[Mode, ...] = ("tacrev", "retacred")
@@ -62,7 +63,7 @@ LABEL_SETS: dict[Mode, tuple[str, ...]] = {"tacrev": TACREV_LABELS, "retacred": 
 _MAX_LISTED = 5  # ids quoted in one error message
 
 
-class PatchError(ValueError):
+class PatchError(TacredError, ValueError):
     """A patch or data file that cannot be read or applied; the message names the file and entry."""
 
 
@@ -126,6 +127,8 @@ def _read_json(path: Path, what: str, *, unique_keys: bool) -> Any:
         raise PatchError(f"{path}: key {e.key!r} appears twice in one JSON object") from e
     except UnicodeDecodeError as e:
         raise PatchError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    except RecursionError:
+        raise PatchError(f"{path}: JSON nested too deeply to be a {what}") from None
 
 
 def read_patch(path: str | Path) -> PatchFile:
@@ -189,6 +192,17 @@ def write_split(path: str | Path, examples: list[dict[str, Any]]) -> None:
     # json.dumps, not json.dump: the same text, but one-shot encoding uses the C encoder (about 10x faster).
     tmp.write_text(json.dumps(examples), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def check_mode(patch: PatchFile, mode: str, source: str | Path) -> None:
+    """A ``--mode`` that contradicts the patch's layout would drop or keep the wrong examples: refuse it."""
+    if mode not in MODES:
+        raise PatchError(f"--mode {mode!r}: expected one of {', '.join(MODES)}")
+    if mode != patch.layout:
+        layouts = {"tacrev": "TACREV's layout (a JSON list of {id, relation})",
+                   "retacred": "Re-TACRED's layout (one JSON object {id: relation})"}
+        raise PatchError(f"--mode {mode}: {source} has {layouts[patch.layout]}, which is a {patch.layout} patch; "
+                         f"drop --mode or use --mode {patch.layout}")
 
 
 def label_set(mode: Mode) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tacred.constants import NO_RELATION
 from tacred.data.annotate import MarkerError, parse_markers
 from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
+from tacred.errors import TacredError, read_text
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -39,7 +40,7 @@ _FILE_LABELS = frozenset((OTHER, *SEMEVAL_LABELS[1:]))
 _SENTENCE = re.compile(r'(\d+)\s+"(.*)"\s*')
 
 
-class SemEvalError(ValueError):
+class SemEvalError(TacredError, ValueError):
     """A SemEval file or sentence that cannot be read or converted (names file, line and id)."""
 
 
@@ -63,7 +64,7 @@ def read_semeval(path: str | Path) -> list[SemEvalRecord]:
     path = Path(path)
     if not path.is_file():
         raise SemEvalError(f"{path}: SemEval file not found")
-    lines = path.read_text(encoding="utf-8-sig").splitlines()  # handles CRLF and LF
+    lines = read_text(path, "SemEval source").splitlines()  # handles CRLF and LF
     records: list[SemEvalRecord] = []
     seen: dict[int, int] = {}
     i = 0
@@ -144,6 +145,20 @@ def convert_release(
         "dev": convert_records(dev, "train", nlp, batch_size),
         "test": convert_records(test, "test", nlp, batch_size),
     }
+
+
+def check_release(src_dir: str | Path, dev_size: int = 1500) -> None:
+    """Read both release files and every sentence's markers, so a bad source fails before spaCy is loaded."""
+    src_dir = Path(src_dir)
+    if not src_dir.is_dir():
+        raise SemEvalError(f"{src_dir}: not a folder (expected the folder holding {TRAIN_FILE} and {TEST_FILE})")
+    train, test = read_semeval(src_dir / TRAIN_FILE), read_semeval(src_dir / TEST_FILE)
+    for rec in (*train, *test):
+        try:
+            parse_markers(rec.sentence)
+        except MarkerError as err:
+            raise SemEvalError(f"{rec.where}: {err}") from None
+    split_dev(train, dev_size)
 
 
 def _write_json(path: Path, data: Any) -> None:

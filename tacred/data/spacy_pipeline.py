@@ -20,6 +20,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION, POS_TAGS
+from tacred.errors import TacredError
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -42,11 +43,11 @@ _NOT_NEEDED = ("parser", "lemmatizer", "senter")
 _LOADED: dict[str, Language] = {}
 
 
-class SpacyModelError(RuntimeError):
+class SpacyModelError(TacredError, RuntimeError):
     """No usable spaCy pipeline is installed (or the one asked for is missing)."""
 
 
-class SpanError(ValueError):
+class SpanError(TacredError, ValueError):
     """A character span that cannot be turned into a token span (empty, outside, overlapping)."""
 
 

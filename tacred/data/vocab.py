@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred import constants as C
+from tacred.errors import ConfigError, read_text
 
 
 @dataclass
@@ -89,13 +90,21 @@ class Vocabularies:
         if not path.is_file():
             raise FileNotFoundError(f"vocabulary source not found: {path}")
         if path.suffix == ".ckpt":
-            from tacred.checkpoints import read_checkpoint
+            from tacred.checkpoints import CheckpointError, read_checkpoint
 
             ckpt = read_checkpoint(path)
-            if "tacred_vocab" not in ckpt:
-                raise ValueError(f"{path}: checkpoint holds no tacred vocabulary (not written by tacred?)")
-            return cls.from_dict(ckpt["tacred_vocab"])
-        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            if not isinstance(ckpt.get("tacred_vocab"), dict):
+                raise CheckpointError(f"{path}: checkpoint holds no tacred vocabulary (not written by tacred?)")
+            data = ckpt["tacred_vocab"]
+        else:
+            try:
+                data = json.loads(read_text(path, "vocabulary"))
+            except (json.JSONDecodeError, RecursionError) as err:
+                raise ConfigError(f"vocabulary {path}: not valid JSON ({err})") from None
+        try:
+            return cls.from_dict(data)
+        except (KeyError, TypeError, ValueError) as err:
+            raise ConfigError(f"vocabulary {path}: not a tacred vocabulary ({type(err).__name__}: {err})") from None
 
     def fingerprint(self) -> str:
         import hashlib
@@ -120,7 +129,8 @@ def build_vocabularies(
 ) -> Vocabularies:
     """Build the vocabularies from training examples (:class:`tacred.data.examples.Example`)."""
     if no_relation not in labels:
-        raise ValueError(f"the no-relation label {no_relation!r} is not among the labels {list(labels)[:8]}...")
+        raise ConfigError(f"--data.no_relation {no_relation!r}: not among the labels {list(labels)[:8]}"
+                          f"{'...' if len(labels) > 8 else ''}")
     words: Counter[str] = Counter()
     pos: Counter[str] = Counter()
     ner: Counter[str] = Counter()

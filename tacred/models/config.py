@@ -55,5 +55,10 @@ class NetworkConfig:
     attention_dim: int = 200
     summary: Literal["max_pool", "last"] = "max_pool"
 
+    def __post_init__(self) -> None:
+        from tacred.validation import check_network
+
+        check_network(asdict(self))
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,12 +13,13 @@ import torch.nn.functional as F
 
 from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
+from tacred.metrics import TacredScore
 from tacred.models.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
-from tacred.models.schedule import DecayOnStall
-from tacred.scoring import TacredScore
+from tacred.models.schedule import build_schedule
 from tacred.threshold import apply_threshold, load_threshold
+from tacred.validation import check_module
 
 STAGES = ("train", "val", "test")
 
@@ -31,7 +32,11 @@ class RelationExtractor(L.LightningModule):
         word_vectors: pretrained word vectors (linked from the data module), or None.
         network: architecture (:class:`NetworkConfig`).
         lr, momentum, weight_decay: SGD.
-        decay_start_epoch, decay_factor, decay_compare: the learning-rate rule (:class:`DecayOnStall`).
+        lr_schedule: ``"stall"`` (the paper: :class:`DecayOnStall`) or ``"cosine"`` (annealed to zero over
+            ``trainer.max_epochs``, blind to dev F1).
+        decay_start_epoch, decay_factor, decay_compare, decay_patience: the ``stall`` rule: from epoch
+            ``decay_start_epoch`` on, lr × ``decay_factor`` after ``decay_patience`` epochs in a row whose dev F1
+            did not beat the previous (``decay_compare: previous``) or the best (``best``) epoch.
         no_relation_weight: cross-entropy weight of the no-relation class (1.0: unweighted).
         output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
         no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.threshold`
@@ -53,6 +58,8 @@ class RelationExtractor(L.LightningModule):
         decay_start_epoch: int = 15,
         decay_factor: float = 0.9,
         decay_compare: str = "previous",
+        decay_patience: int = 1,
+        lr_schedule: str = "stall",
         no_relation_weight: float = 1.0,
         output_dir: str | None = None,
         no_relation_threshold: float | str | None = None,
@@ -62,6 +69,10 @@ class RelationExtractor(L.LightningModule):
         super().__init__()
         if vocab is None:
             raise ValueError("RelationExtractor needs the vocabularies (given by the data module or a checkpoint)")
+        check_module({"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+                      "decay_start_epoch": decay_start_epoch, "decay_factor": decay_factor,
+                      "decay_compare": decay_compare, "no_relation_weight": no_relation_weight,
+                      "no_relation_threshold": no_relation_threshold})
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
@@ -144,7 +155,8 @@ class RelationExtractor(L.LightningModule):
         values = {k: float(v) for k, v in result.items()}
         # compute() already summed the counts over all processes, so every rank holds the same values: "max"
         # keeps them exact (a mean over ranks could round) and silences Lightning's missing-sync warning
-        self.log_dict({f"{stage}/{k}": v for k, v in values.items()}, sync_dist=True, reduce_fx="max")
+        self.log_dict({f"{stage}/{k}": v for k, v in values.items() if k != "f1"}, sync_dist=True, reduce_fx="max")
+        self.log(f"{stage}/f1", values["f1"], sync_dist=True, reduce_fx="max", prog_bar=stage == "val")
         return values
 
     def on_validation_epoch_end(self) -> None:
@@ -175,9 +187,14 @@ class RelationExtractor(L.LightningModule):
         self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and hp.momentum == 0 and hp.weight_decay == 0
                                        and world == 1)
         optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
-        scheduler = DecayOnStall(optimizer, hp.decay_start_epoch, hp.decay_factor, hp.decay_compare)
-        return {"optimizer": optimizer,
-                "lr_scheduler": {"scheduler": scheduler, "monitor": "val/f1", "interval": "epoch", "strict": False}}
+        max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
+        scheduler, on_metric = build_schedule(hp.get("lr_schedule", "stall"), optimizer, max_epochs or 0,
+                                              hp.decay_start_epoch, hp.decay_factor, hp.decay_compare,
+                                              hp.get("decay_patience", 1))
+        config: dict[str, Any] = {"scheduler": scheduler, "interval": "epoch"}
+        if on_metric:
+            config.update(monitor="val/f1", strict=False)
+        return {"optimizer": optimizer, "lr_scheduler": config}
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:
@@ -204,14 +221,32 @@ class RelationExtractor(L.LightningModule):
             )
 
     @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None, hparams_file: Any = None,
+                             strict: bool | None = None, **kwargs: Any) -> RelationExtractor:  # type: ignore[override]
+        """Lightning's loader with the vocabularies that the checkpoint carries (they are not hyperparameters)."""
+        if "vocab" not in kwargs:
+            from tacred.checkpoints import read_checkpoint
+
+            kwargs["vocab"] = Vocabularies.from_dict(read_checkpoint(checkpoint_path)["tacred_vocab"])
+        return super().load_from_checkpoint(checkpoint_path, map_location=map_location, hparams_file=hparams_file,
+                                            strict=strict, **kwargs)
+
+    @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
         """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
-        from tacred.checkpoints import read_checkpoint
+        from tacred.checkpoints import CheckpointError, check_compatible, read_checkpoint
 
         ckpt = read_checkpoint(path)
+        if not isinstance(ckpt.get("tacred_vocab"), dict):
+            raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
         hp = dict(ckpt.get("hyper_parameters", {}))
-        network = NetworkConfig(**hp.pop("network", {}))
-        model = cls(vocab=Vocabularies.from_dict(ckpt["tacred_vocab"]), network=network, **hp)
+        try:
+            network = NetworkConfig(**hp.pop("network", {}))
+            model = cls(vocab=Vocabularies.from_dict(ckpt["tacred_vocab"]), network=network, **hp)
+        except (TypeError, KeyError) as err:
+            raise CheckpointError(f"{path}: its hyperparameters or vocabulary do not fit this version of tacred "
+                                  f"({type(err).__name__}: {err})") from None
+        check_compatible(ckpt, model, path)
         model.load_state_dict(ckpt["state_dict"])
         model.eval()
         return model.to(map_location)

@@ -1,30 +1,52 @@
-"""The learning-rate rule of the original code: from epoch ``start_epoch`` on, lr × ``factor`` whenever dev F1 did
-not improve over the previous epoch (``compare="previous"``, the original) or over the best so far (``"best"``)."""
+"""Learning-rate rules. ``DecayOnStall`` is the original code's: from epoch ``start_epoch`` on, lr × ``factor``
+whenever dev F1 did not improve over the previous epoch (``compare="previous"``, the original) or over the best so
+far (``"best"``), optionally only after ``patience`` such epochs in a row. ``cosine`` anneals to zero instead."""
 
 from __future__ import annotations
 
 from torch.optim import Optimizer
-from torch.optim.lr_scheduler import ReduceLROnPlateau
+from torch.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, ReduceLROnPlateau
+
+LR_SCHEDULES = ("stall", "cosine")
 
 
 class DecayOnStall(ReduceLROnPlateau):
     """Driven by the monitored dev F1 once per epoch (a ReduceLROnPlateau, so Lightning passes the metric)."""
 
-    def __init__(self, optimizer: Optimizer, start_epoch: int = 15, factor: float = 0.9, compare: str = "previous") -> None:
+    def __init__(self, optimizer: Optimizer, start_epoch: int = 15, factor: float = 0.9, compare: str = "previous",
+                 patience: int = 1) -> None:
         super().__init__(optimizer, mode="max", factor=factor, patience=0)
         if compare not in ("previous", "best"):
             raise ValueError(f"compare must be 'previous' or 'best', got {compare!r}")
+        if patience < 1:
+            raise ValueError(f"patience must be at least 1 (epochs without improvement before a decay), got {patience}")
         self.start_epoch = start_epoch
         self.compare = compare
+        self.patience_epochs = patience
+        self.stalled = 0  # epochs in a row without improvement
         self.history: list[float] = []
 
     def step(self, metrics: float, epoch: int | None = None) -> None:  # type: ignore[override]
         current = float(metrics)
         self.last_epoch += 1  # 1-based epoch that just ended
-        if self.history and self.last_epoch > self.start_epoch:
+        if self.history:
             reference = self.history[-1] if self.compare == "previous" else max(self.history)
-            if current <= reference:
+            self.stalled = self.stalled + 1 if current <= reference else 0
+            if self.last_epoch > self.start_epoch and self.stalled >= self.patience_epochs:
                 for group in self.optimizer.param_groups:
                     group["lr"] = group["lr"] * self.factor
+                self.stalled = 0
         self.history.append(current)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def build_schedule(kind: str, optimizer: Optimizer, max_epochs: int, start_epoch: int, factor: float,
+                   compare: str, patience: int) -> tuple[LRScheduler | ReduceLROnPlateau, bool]:
+    """The scheduler of ``kind`` and whether it is driven by dev F1 (so Lightning must pass the metric)."""
+    if kind == "stall":
+        return DecayOnStall(optimizer, start_epoch, factor, compare, patience), True
+    if kind == "cosine":
+        if max_epochs < 1:
+            raise ValueError("lr_schedule 'cosine' needs trainer.max_epochs (the length of the annealing)")
+        return CosineAnnealingLR(optimizer, T_max=max_epochs), False
+    raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {kind!r}")

@@ -1,0 +1,57 @@
+"""``tacred export --ckpt_path X --format onnx --out DIR``: a folder to hand on (ONNX, weights, vocabularies, card)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "Export a trained model: ONNX (checked against PyTorch), weights, vocabularies, config and a model card."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tacred export", description=HELP,
+        epilog="The folder holds model.onnx (with --format onnx), weights.pt, vocab.json, labels.json, network.json, "
+               "config.yaml, README.md (the model card: data, recipe, scores, intended use and limits) and "
+               "export.json. The ONNX graph is run with ONNX Runtime on --check_file (default: the run's test split) "
+               "and the export fails if any probability differs from PyTorch's by more than --tolerance.")
+    p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model")
+    p.add_argument("--out", required=True, help="folder to write (must be new or empty unless --overwrite)")
+    p.add_argument("--format", choices=("onnx", "torch"), default="onnx",
+                   help="onnx (default): model.onnx as well; torch: weights and vocabularies only")
+    p.add_argument("--check_file", default=None,
+                   help="TACRED JSON to compare ONNX Runtime with PyTorch on (default: the run's test file if found)")
+    p.add_argument("--tolerance", type=float, default=1e-5, help="largest allowed absolute difference (default 1e-5)")
+    p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out folder")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.checkpoints import CheckpointError
+    from tacred.data.examples import DataFormatError
+
+    try:
+        from tacred.export import ExportError, export_folder
+    except ImportError as err:  # pragma: no cover - torch.onnx is part of torch
+        print(f"tacred export: error: {err}", file=sys.stderr)
+        return 2
+    try:
+        if args.format == "onnx":
+            import onnxruntime  # noqa: F401
+    except ImportError:
+        print("tacred export: error: ONNX Runtime is not installed; pip install 'tacred[export]'", file=sys.stderr)
+        return 2
+    try:
+        summary = export_folder(args.ckpt_path, args.out, fmt=args.format, split_file=args.check_file,
+                                tolerance=args.tolerance, overwrite=args.overwrite)
+    except (CheckpointError, DataFormatError, ExportError, FileNotFoundError) as err:
+        print(f"tacred export: error: {err}", file=sys.stderr)
+        return 2
+    if summary["onnx_max_abs_diff"] is not None:
+        print(f"ONNX Runtime vs PyTorch on {summary['checked_on']} ({summary['examples']} examples): "
+              f"largest absolute difference {summary['onnx_max_abs_diff']:.2e}")
+    print(f"exported to {summary['folder']}: {', '.join(summary['files'])}")
+    print(json.dumps({k: summary[k] for k in ("format", "onnx_max_abs_diff")}))
+    return 0

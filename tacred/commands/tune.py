@@ -1,0 +1,120 @@
+"""``tacred tune``: an Optuna study over training hyperparameters, every trial a ``tacred fit`` run scored on dev."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+HELP = "search training hyperparameters on dev with Optuna (resumable; several processes may share a study)"
+EPILOG = """\
+The study lives in an RDB storage: by default an SQLite file TRIALS_DIR/study.db, so running the same command
+again continues it (a trial whose process died is retried with the same parameters and resumes from its
+last.ckpt once --grace seconds have passed). After every trial STUDY_DIR/trials.json records the finished
+trials as data; a new, empty storage is seeded from it, so a study kept in git continues on a fresh clone. Several processes or machines run trials of one study in parallel
+when they share one --storage URL (postgresql://... or mysql://...; see docs/distributed.md) and a --trials-dir
+each. --n-trials is the total number of finished (complete or pruned) trials the study should reach.
+
+Outputs in STUDY_DIR: best.yaml (the best trial's parameters as a config file), trials.csv, summary.md,
+trials.json.
+
+example: tacred tune --space configs/tune/semeval_paper.yaml --n-trials 30 --study-dir runs/tune/paper
+         tacred fit --config configs/semeval.yaml --config runs/tune/paper/best.yaml --run_dir runs/best
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tacred tune", description=HELP + ".", epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--space", required=True, help="search space YAML (e.g. configs/tune/semeval_paper.yaml)")
+    p.add_argument("--config", action="append", default=[], help="further config for every trial (repeatable)")
+    p.add_argument("--study-name", help="name of the study in the storage (default: the space file's name)")
+    p.add_argument("--study-dir", help="study folder: study.db and summaries (default: runs/tune/STUDY_NAME)")
+    p.add_argument("--trials-dir", help="where trial run folders go (default: STUDY_DIR/trials)")
+    p.add_argument("--storage", help="Optuna RDB storage URL (default: sqlite:///TRIALS_DIR/study.db)")
+    p.add_argument("--n-trials", type=int, default=20, help="finished trials the study should have (default: 20)")
+    p.add_argument("--timeout", type=float, help="stop starting new trials after this many seconds")
+    p.add_argument("--heartbeat", type=int, default=60, help="seconds between a running trial's heartbeats")
+    p.add_argument("--grace", type=int, default=180,
+                   help="seconds without a heartbeat after which a trial counts as dead and is retried")
+    p.add_argument("--summary-only", action="store_true", help="only write best.yaml, trials.csv, summary.md")
+    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
+                   help="everything after it is passed to every tacred fit (must come last)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.tuning import SearchSpace, TuneError
+
+    try:
+        return run(args, SearchSpace.load(args.space))
+    except TuneError as err:
+        print(f"tacred tune: error: {err}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, space: object) -> int:
+    import optuna
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    from tacred.tuning import (
+        Objective,
+        TuneError,
+        best_trial,
+        build_sampler,
+        import_trials,
+        open_study,
+        write_study_files,
+    )
+
+    if args.n_trials < 1:
+        raise TuneError(f"--n-trials must be at least 1; got {args.n_trials}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise TuneError(f"--timeout must be positive; got {args.timeout}")
+    for path in [*space.configs, *args.config]:
+        if not Path(path).is_file():
+            raise TuneError(f"config {path}: file not found")
+    name = args.study_name or Path(args.space).stem
+    study_dir = Path(args.study_dir or Path("runs") / "tune" / name)
+    study_dir.mkdir(parents=True, exist_ok=True)
+    trials_dir = Path(args.trials_dir) if args.trials_dir else study_dir / "trials"
+    trials_dir.mkdir(parents=True, exist_ok=True)
+    storage = args.storage or f"sqlite:///{trials_dir / 'study.db'}"
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("tacred").addHandler(handler)
+    logging.getLogger("tacred").setLevel(logging.INFO)
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+
+    study = open_study(name, storage, space, heartbeat=args.heartbeat, grace=args.grace)
+    imported = import_trials(study, study_dir / "trials.json")
+    if imported:
+        print(f"study {name!r}: seeded a new storage with {imported} finished trials from {study_dir}/trials.json",
+              file=sys.stderr)
+    study.sampler = build_sampler(space.sampler, offset=len(study.get_trials(deepcopy=False)))
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    done = len(study.get_trials(deepcopy=False, states=finished))
+    if not args.summary_only and done < args.n_trials:
+        print(f"study {name!r} ({storage}): {done} of {args.n_trials} trials finished; trials in {trials_dir}",
+              file=sys.stderr)
+        objective = Objective(space, trials_dir, configs=args.config, extra=args.extra)
+        def record(study: object, trial: object) -> None:  # results as data after every trial
+            write_study_files(study, space, args.space, study_dir)
+
+        study.optimize(objective, timeout=args.timeout, gc_after_trial=True,
+                       callbacks=[MaxTrialsCallback(args.n_trials, states=finished), record])
+    paths = write_study_files(study, space, args.space, study_dir)
+    best = best_trial(study)
+    if best is None:
+        print(f"study {name!r}: no trial has completed yet", file=sys.stderr)
+        return 0
+    print(f"best trial {best.number}: {space.describe()} {100 * best.value:.2f}  "
+          f"({best.user_attrs.get('run_dir', '')})")
+    for key, value in best.params.items():
+        print(f"  {key}: {value}")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0

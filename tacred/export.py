@@ -1,0 +1,264 @@
+"""A folder to hand on: the network as ONNX, its weights, vocabularies, configuration and a model card.
+
+``model.onnx`` takes the six (B, T) id tensors of a :class:`tacred.data.batching.Batch` (``words``, ``pos``, ``ner``,
+``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns ``probabilities``
+(B, L). :class:`OnnxRelationModel` reads such a folder and predicts TACRED dicts with ONNX Runtime, without torch
+checkpoints or Lightning.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
+from tacred.data.examples import Example
+from tacred.data.vocab import Vocabularies
+
+INPUTS = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
+OPSET = 17
+
+
+class ExportError(RuntimeError):
+    """An export that cannot be written or does not reproduce the PyTorch model."""
+
+
+class ProbabilityNetwork(nn.Module):
+    """The trained network as a function of plain tensors (no Batch dataclass): (B, T) ids → (B, L) probabilities."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, subj_positions: torch.Tensor,
+                obj_positions: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+        batch = Batch(words=words, pos=pos, ner=ner, subj_positions=subj_positions, obj_positions=obj_positions,
+                      pad_mask=pad_mask, labels=words[:, 0], index=words[:, 0])
+        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
+
+
+def batch_inputs(batch: Batch) -> dict[str, np.ndarray]:
+    """The ONNX model's inputs for a batch."""
+    return {name: getattr(batch, name).numpy() for name in INPUTS}
+
+
+def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
+    """Trace the network on a small batch of ``data`` with dynamic batch and length axes."""
+    sample = data.collate(list(range(min(4, len(data)))))
+    wrapper = ProbabilityNetwork(model.net).eval()
+    args = tuple(getattr(sample, name) for name in INPUTS)
+    dynamic = {name: {0: "batch", 1: "length"} for name in INPUTS} | {"probabilities": {0: "batch"}}
+    with torch.inference_mode(False), torch.no_grad():
+        torch.onnx.export(wrapper, args, str(path), input_names=list(INPUTS), output_names=["probabilities"],
+                          dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+
+
+def compare_onnx(model: Any, data: EncodedSplit, path: Path, batch_size: int = 50) -> float:
+    """Largest absolute difference between ONNX Runtime's and PyTorch's probabilities over ``data``."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    worst = 0.0
+    model.eval()
+    for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
+        batch = data.collate(indices)
+        with torch.inference_mode():
+            expected = torch.softmax(model(batch).logits.float(), dim=-1).numpy()
+        got = session.run(["probabilities"], batch_inputs(batch))[0]
+        worst = max(worst, float(np.abs(got - expected).max()))
+    return worst
+
+
+def _run_facts(ckpt_path: Path, ckpt: Mapping[str, Any]) -> dict[str, Any]:
+    """What the checkpoint says about its training run: config, epochs, best dev F1, test scores beside it."""
+    import yaml
+
+    config = yaml.safe_load(ckpt.get("tacred_config") or "{}") or {}
+    best = None
+    for key, state in (ckpt.get("callbacks") or {}).items():
+        if str(key).startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
+            best = float(state["best_model_score"])
+    metrics_file = ckpt_path.parent.parent / "test_metrics.json"
+    test = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else None
+    return {"config": config, "epoch": ckpt.get("epoch"), "global_step": ckpt.get("global_step"),
+            "best_dev_f1": best, "test": test, "test_metrics_file": str(metrics_file) if test else None}
+
+
+def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str], parameters: int,
+               onnx_diff: float | None, onnx_split: str | None) -> str:
+    """``README.md`` of an exported folder: data, recipe, scores, intended use and limits."""
+    config = facts["config"]
+    data = config.get("data") or {}
+    model = config.get("model") or {}
+    trainer = config.get("trainer") or {}
+    net = model.get("network") or {}
+    test = facts["test"]
+    epochs_done = None if facts["epoch"] is None else int(facts["epoch"]) + 1
+    lines = [
+        "# Relation extraction model (tacred)",
+        "",
+        "Position-aware self-attention with relative positional encodings (Bilan & Roth, 2018), trained with the",
+        f"`tacred` package. Exported from `{ckpt_path}`.",
+        "",
+        "## Files",
+        "",
+        "- `model.onnx`: the network; inputs `words`, `pos`, `ner`, `subj_positions`, `obj_positions` (int64, batch ×",
+        "  length) and `pad_mask` (bool, True at padding); output `probabilities` (batch × labels).",
+        "- `weights.pt`: the PyTorch state dict (`torch.load(..., weights_only=True)`); `network.json`: the network",
+        "  configuration and training hyperparameters; `config.yaml`: the whole resolved training configuration.",
+        "- `vocab.json`: words, POS and NER tags, labels and the featurisation switches; `labels.json`: the labels in",
+        "  output order.",
+        "- `tacred.export.OnnxRelationModel(folder).predict(examples)` predicts TACRED dicts with ONNX Runtime.",
+        "",
+        "## Data",
+        "",
+        f"- Training data: `{data.get('data_dir')}` (train `{data.get('train_file', 'train.json')}`, dev "
+        f"`{data.get('dev_file', 'dev.json')}`, test `{data.get('test_file', 'test.json')}`), TACRED JSON format.",
+        f"- {len(labels)} labels; `{labels[0] if labels else ''}` … (see `labels.json`); entity masking "
+        f"{'on' if data.get('entity_masking', True) else 'off'}; word vectors "
+        f"{'from ' + str(data['glove_path']) if data.get('glove_path') else 'random (no GloVe)'}.",
+        "",
+        "## Recipe",
+        "",
+        f"- Network: word {net.get('word_dim')}-d, POS {net.get('pos_dim')}-d, NER {net.get('ner_dim')}-d, encoder "
+        f"`{net.get('encoder')}` ({net.get('num_layers')} layer(s), {net.get('num_heads')} heads, feed-forward "
+        f"{net.get('ffn_dim')}), position encoding `{net.get('position_encoding')}`, position-aware attention "
+        f"{'on' if net.get('position_aware', True) else 'off'}; {parameters:,} parameters.",
+        f"- Training: SGD lr {model.get('lr')}, decay ×{model.get('decay_factor')} from epoch "
+        f"{model.get('decay_start_epoch')}, batch {data.get('batch_size')}, gradient clipping "
+        f"{trainer.get('gradient_clip_val')}, seed {config.get('seed_everything')}, precision "
+        f"{trainer.get('precision') or '32-true'}; this checkpoint after {epochs_done} of {trainer.get('max_epochs')} epochs.",
+        "",
+        "## Scores",
+        "",
+    ]
+    if facts["best_dev_f1"] is not None:
+        lines.append(f"- Best dev F1 during training (official TACRED scorer, micro): {100 * facts['best_dev_f1']:.2f}")
+    if test:
+        lines.append(f"- Test (from `{facts['test_metrics_file']}`): P {100 * test['precision']:.2f}, "
+                     f"R {100 * test['recall']:.2f}, F1 {100 * test['f1']:.2f}"
+                     + (f"; SemEval macro-F1 {100 * test['semeval']['macro_f1']:.2f}"
+                        if isinstance(test.get("semeval"), dict) and "macro_f1" in test["semeval"] else ""))
+        lines.append("  (the run's `test_metrics.json`: it belongs to this checkpoint only if `tacred test` was run on it).")
+    else:
+        lines.append("- No test scores found beside the checkpoint (run `tacred test --ckpt_path CKPT` first).")
+    if onnx_diff is not None:
+        lines.append(f"- ONNX Runtime vs PyTorch on `{onnx_split}`: largest absolute difference of a "
+                     f"probability {onnx_diff:.2e}.")
+    lines += [
+        "",
+        "## Intended use and limits",
+        "",
+        "- Classifies the relation between one marked subject and one marked object of a single English sentence into",
+        "  the labels above, or `no_relation`. It does not find entities: both arguments must be given.",
+        "- Inputs must be tokenised and tagged as in training (Stanford/Penn POS, Stanford NER); `tacred`'s spaCy",
+        "  annotation approximates CoreNLP, and predictions on text unlike the training data are less reliable.",
+        "- Probabilities are not calibrated. Scores above were measured on the named data only; expect lower figures",
+        "  on other genres. Models trained on LDC's TACRED inherit its licence terms.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", split_file: str | Path | None = None,
+                  tolerance: float = 1e-5, overwrite: bool = False) -> dict[str, Any]:
+    """Write the hand-on folder for a checkpoint; with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
+    ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference)."""
+    import yaml
+
+    from tacred.checkpoints import read_checkpoint
+    from tacred.data.examples import load_examples
+    from tacred.models.module import RelationExtractor
+
+    ckpt_path, out = Path(ckpt_path), Path(out)
+    if fmt not in ("onnx", "torch"):
+        raise ExportError(f"unknown format {fmt!r} (onnx or torch)")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    ckpt = read_checkpoint(ckpt_path)
+    model = RelationExtractor.from_checkpoint(ckpt_path)
+    vocab: Vocabularies = model.vocab
+    facts = _run_facts(ckpt_path, ckpt)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "model.onnx").unlink(missing_ok=True)  # never a stale graph beside new weights
+    torch.save(model.net.state_dict(), out / "weights.pt")
+    vocab.save(out / "vocab.json")
+    (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
+    (out / "network.json").write_text(json.dumps(dict(model.hparams), indent=1, default=str), encoding="utf-8")
+    (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
+    summary: dict[str, Any] = {"format": fmt, "folder": str(out), "onnx_max_abs_diff": None, "checked_on": None}
+    if fmt == "onnx":
+        if split_file is None:
+            data_cfg = facts["config"].get("data") or {}
+            guess = Path(data_cfg.get("data_dir") or ".") / (data_cfg.get("test_file") or "test.json")
+            split_file = guess if guess.is_file() else None
+        if split_file is not None:
+            examples = load_examples(Path(split_file), strict=True).examples
+            examples = [ex if ex.relation in vocab.labels else _relabelled(ex, vocab.no_relation) for ex in examples]
+        else:  # nothing to compare on: a few synthetic sentences still check the graph
+            examples = _probe_examples(vocab)
+        data = EncodedSplit(examples, vocab, source=str(split_file or "probe sentences"))
+        start = time.perf_counter()
+        export_onnx(model, data, out / "model.onnx")
+        diff = compare_onnx(model, data, out / "model.onnx")
+        summary.update(onnx_max_abs_diff=diff, checked_on=str(split_file or f"{len(data)} probe sentences"),
+                       examples=len(data), seconds=round(time.perf_counter() - start, 2))
+        if not diff <= tolerance:
+            raise ExportError(f"ONNX Runtime differs from PyTorch by {diff:.3g} (> {tolerance:g}) on {split_file}")
+    parameters = sum(p.numel() for p in model.net.parameters())
+    (out / "README.md").write_text(model_card(ckpt_path, facts, vocab.labels.itos, parameters,
+                                              summary["onnx_max_abs_diff"], summary["checked_on"]), encoding="utf-8")
+    (out / "export.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    summary["files"] = sorted(p.name for p in out.iterdir())
+    return summary
+
+
+def _relabelled(ex: Example, label: str) -> Example:
+    from dataclasses import replace
+
+    return replace(ex, relation=label)
+
+
+def _probe_examples(vocab: Vocabularies) -> list[Example]:
+    """Sentences of several lengths made of the vocabulary's own words, for checking an export without data."""
+    words = [w for w in vocab.words.itos[2:50]] or ["word"]
+    out = []
+    for n, length in enumerate((3, 7, 12, 25, 40)):
+        tokens = tuple(words[(n + k) % len(words)] for k in range(length))
+        out.append(Example(id=f"probe-{n}", tokens=tokens, subj_start=0, subj_end=0, obj_start=length - 1,
+                           obj_end=length - 1, subj_type="PERSON", obj_type="ORGANIZATION", pos=("NN",) * length,
+                           ner=("O",) * length, relation=vocab.no_relation))
+    return out
+
+
+class OnnxRelationModel:
+    """Predicts TACRED dicts with an exported folder's ``model.onnx`` and ``vocab.json`` (ONNX Runtime, no Lightning)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        import onnxruntime as ort
+
+        folder = Path(folder)
+        self.vocab = Vocabularies.load(folder / "vocab.json")
+        self.session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+
+    def probabilities(self, examples: Sequence[Mapping[str, Any]], batch_size: int = 50) -> np.ndarray:
+        """(N, L) label probabilities in input order."""
+        items = [Example.from_dict({**ex, "relation": self.vocab.no_relation}, i) for i, ex in enumerate(examples)]
+        data = EncodedSplit(items, self.vocab, source="input")
+        probs = np.zeros((len(data), len(self.vocab.labels)), dtype=np.float32)
+        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
+            batch = data.collate(indices)
+            probs[batch.index.numpy()] = self.session.run(["probabilities"], batch_inputs(batch))[0]
+        return probs
+
+    def predict(self, examples: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
+        """``(relation, probability)`` per example (the argmax)."""
+        probs = self.probabilities(examples)
+        return [(self.vocab.labels.itos[int(row.argmax())], float(row.max())) for row in probs]

@@ -1,0 +1,220 @@
+"""Results as data: what a finished run leaves beside its ``result.json`` (test predictions and probabilities, the
+resolved configuration, the code commit, dev F1 per epoch), and what is computed from stored runs without
+training: ensembles over seeds, paired significance against a reference, ``summary.json`` and the dev curves."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tacred.ablation import RESULT_FILE, AblationError, RunResult, mean_std, ordered, write_text_atomic
+
+PROBS_FILE = "test_probabilities.npz"
+SUMMARY_FILE = "summary.json"
+CURVES_FILE = "dev_curves.png"
+
+
+@dataclass
+class Evaluation:
+    """A checkpoint's label probabilities on one split, in the split's order."""
+
+    ids: list[str]
+    labels: list[str]
+    no_relation: str
+    gold: np.ndarray  # (N,) label ids
+    probs: np.ndarray  # (N, C)
+
+    @property
+    def pred(self) -> np.ndarray:
+        return self.probs.argmax(axis=1)
+
+
+def evaluate(checkpoint: str | Path, split: str = "test", batch_size: int = 256) -> Evaluation:
+    """Probabilities of a checkpoint on a split of its own data (its saved data options and vocabularies), fp32,
+    in-process and without a Trainer, so every stored figure comes from one path whatever the training precision."""
+    from tacred.inspection import datamodule_for
+    from tacred.models.module import RelationExtractor
+
+    model = RelationExtractor.from_checkpoint(checkpoint)
+    encoded = datamodule_for(checkpoint).encoded(split)
+    probs = model.split_probabilities(encoded, batch_size).double().numpy()
+    return Evaluation(list(encoded.ids), model.label_names(), model.vocab.no_relation,
+                      np.asarray(encoded.labels, dtype=np.int64), probs)
+
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    """The code's commit (with ``+dirty`` when tracked files differ from it), or None outside a git checkout."""
+    try:
+        run = {"cwd": cwd or Path(__file__).resolve().parent, "capture_output": True, "text": True, "timeout": 10}
+        head = subprocess.run(["git", "rev-parse", "HEAD"], check=True, **run).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], check=True, **run).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty.strip() else "")
+
+
+def test_record(evaluation: Evaluation) -> dict[str, Any]:
+    """The test scores of an evaluation plus its predictions as label ids (what significance tests need)."""
+    from tacred.reports import is_semeval_label_set
+    from tacred.scoring import score, semeval_macro_f1
+
+    gold = [evaluation.labels[i] for i in evaluation.gold]
+    pred = [evaluation.labels[i] for i in evaluation.pred]
+    result = score(gold, pred, no_relation=evaluation.no_relation)
+    semeval = (semeval_macro_f1(gold, pred, other=evaluation.no_relation).macro_f1
+               if is_semeval_label_set(evaluation.labels, evaluation.no_relation) else None)
+    return {"precision": result.precision, "recall": result.recall, "f1": result.f1, "semeval_macro_f1": semeval,
+            "test": {"labels": evaluation.labels, "no_relation": evaluation.no_relation,
+                     "gold": evaluation.gold.tolist(), "pred": evaluation.pred.tolist()}}
+
+
+def save_probabilities(folder: Path, evaluation: Evaluation) -> Path:
+    """``test_probabilities.npz``: float16 probabilities (N, C) and the example ids, for ensembles."""
+    path = folder / PROBS_FILE
+    tmp = folder / f".{PROBS_FILE}.{os.getpid()}.tmp.npz"
+    np.savez_compressed(tmp, probs=evaluation.probs.astype(np.float16), ids=np.asarray(evaluation.ids))
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One stored run's test predictions (and probabilities when saved)."""
+
+    variant: str
+    seed: int
+    labels: list[str]
+    no_relation: str
+    gold: np.ndarray
+    pred: np.ndarray
+    probs: np.ndarray | None
+
+
+def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
+    """Every seed of ``variant`` under ``out`` that stored its test predictions, in seed order."""
+    runs = []
+    for path in sorted(Path(out).glob(f"{variant}/seed_*/{RESULT_FILE}"), key=lambda p: int(p.parent.name[5:])):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        test = data.get("test")
+        if not test:
+            continue
+        probs_path = path.parent / PROBS_FILE
+        probs = np.load(probs_path)["probs"].astype(np.float64) if probs_path.is_file() else None
+        runs.append(StoredRun(variant, int(data["seed"]), list(test["labels"]), test["no_relation"],
+                              np.asarray(test["gold"], dtype=np.int64), np.asarray(test["pred"], dtype=np.int64), probs))
+    for r in runs[1:]:
+        if r.labels != runs[0].labels or not np.array_equal(r.gold, runs[0].gold):
+            raise AblationError(f"{out}/{variant}: seeds {runs[0].seed} and {r.seed} were tested on different data")
+    return runs
+
+
+def significance(out: str | Path, variants: Sequence[str], reference: str, resamples: int = 10_000) -> dict[str, Any]:
+    """Paired approximate randomization of each variant's F1 against ``reference`` over the test examples,
+    seed s paired with seed s (the seeds both have)."""
+    from tacred.significance import paired_randomization
+
+    ref = {r.seed: r for r in load_stored(out, reference)}
+    tests = {}
+    for name in variants:
+        if name == reference or not ref:
+            continue
+        runs = [r for r in load_stored(out, name) if r.seed in ref]
+        if not runs:
+            continue
+        base = ref[runs[0].seed]
+        if runs[0].labels != base.labels or not np.array_equal(runs[0].gold, base.gold):
+            raise AblationError(f"{out}: {name} and {reference} were tested on different data or label sets")
+        tests[name] = paired_randomization(base.gold, [r.pred for r in runs], [ref[r.seed].pred for r in runs],
+                                           base.labels.index(base.no_relation), resamples)
+    return tests
+
+
+def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
+    """Test F1 (%) of the majority vote and of the averaged probabilities of the given seeds (None: < 2 seeds with
+    probabilities)."""
+    from tacred.ensemble import average_vote, majority_vote
+    from tacred.scoring import score
+
+    runs = [r for r in runs if r.probs is not None]
+    if len(runs) < 2:
+        return None
+    probs = np.stack([r.probs for r in runs])  # (K, N, C)
+    labels, gold = runs[0].labels, [runs[0].labels[i] for i in runs[0].gold]
+
+    def f1(pred: np.ndarray) -> float:
+        return 100 * score(gold, [labels[i] for i in pred], no_relation=runs[0].no_relation).f1
+
+    return {"vote": f1(majority_vote(probs)), "average": f1(average_vote(probs)), "members": len(runs)}
+
+
+def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
+    """``summary.json``: per variant the test F1 of every seed (%), mean ± std, both ensembles, SemEval macro-F1,
+    the epochs trained and the configs it was trained with."""
+    out = Path(out)
+    summary: dict[str, Any] = {}
+    for name in ordered(r.variant for r in results):
+        runs = sorted((r for r in results if r.variant == name), key=lambda r: r.seed)
+        extra = [json.loads((out / name / f"seed_{r.seed}" / RESULT_FILE).read_text(encoding="utf-8")) for r in runs]
+        f1 = [round(100 * r.f1, 2) for r in runs]
+        ensembles = ensemble_scores(load_stored(out, name)) or {}
+        macro = [e.get("semeval_macro_f1") for e in extra]
+        summary[name] = {
+            "seeds": [r.seed for r in runs], "test_f1": f1,
+            "test_f1_mean": round(mean_std(f1)[0], 2), "test_f1_std": round(mean_std(f1)[1], 2),
+            "test_precision": [round(100 * r.precision, 2) for r in runs],
+            "test_recall": [round(100 * r.recall, 2) for r in runs],
+            "semeval_macro_f1": [round(100 * m, 2) for m in macro] if all(m is not None for m in macro) else None,
+            "dev_f1": [round(100 * r.dev_f1, 2) for r in runs],
+            "ensemble_vote_f1": round(ensembles["vote"], 2) if ensembles else None,
+            "ensemble_avg_f1": round(ensembles["average"], 2) if ensembles else None,
+            "epochs": sorted({r.epochs for r in runs}),
+            "checkpoint": sorted({r.checkpoint for r in runs}),
+            "recipe": extra[0].get("recipe"),
+            "commits": sorted({e.get("commit") or "unknown" for e in extra}),
+        }
+    path = out / SUMMARY_FILE
+    write_text_atomic(path, json.dumps(summary, indent=1) + "\n")
+    return path
+
+
+def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Path | None:
+    """Dev F1 per epoch of each variant: the mean over seeds with a band of ± one standard deviation."""
+    curves: dict[str, list[list[float]]] = {}
+    for name in variants:
+        for result in sorted(Path(out).glob(f"{name}/seed_*/{RESULT_FILE}")):
+            curve = json.loads(result.read_text(encoding="utf-8")).get("dev_curve")
+            if curve:
+                curves.setdefault(name, []).append(curve)
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name, runs in curves.items():
+        length = min(len(c) for c in runs)
+        values = 100 * np.asarray([c[:length] for c in runs])  # (seeds, epochs)
+        epochs = np.arange(1, length + 1)
+        mean, std = values.mean(axis=0), values.std(axis=0, ddof=1) if len(runs) > 1 else np.zeros(length)
+        (line,) = ax.plot(epochs, mean, label=f"{name} (n={len(runs)})", linewidth=1.5)
+        ax.fill_between(epochs, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("dev F1 (%)")
+    ax.set_title("Dev F1 per epoch: mean over seeds, band ± 1 std")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path

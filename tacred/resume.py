@@ -1,0 +1,49 @@
+"""What ``tacred fit`` does with a run folder that already holds checkpoints: resume, or refuse, never overwrite
+silently (``--resume never`` starts over and says so)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from tacred.checkpoints import read_checkpoint
+from tacred.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """``--run_dir`` must be a folder or not exist yet."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--run_dir {run_dir}: exists and is not a folder")
+    for parent in run_dir.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--run_dir {run_dir}: {parent} is not a folder")
+            break
+
+
+def resume_checkpoint(checkpoints: Path, mode: str) -> dict[str, Any] | None:
+    """The checkpoint ``fit`` continues from (``checkpoints/last.ckpt``), or None for a fresh start.
+
+    ``auto``: resume from ``last.ckpt``; a folder with other checkpoints but no ``last.ckpt`` is refused, since
+    a fresh start would overwrite them. ``never``: start over, saying which checkpoints will be overwritten.
+    """
+    existing = sorted(p.name for p in checkpoints.glob("*.ckpt*")) if checkpoints.is_dir() else []
+    if mode == "never":
+        if existing:
+            log.warning("--resume never: starting over in %s; its checkpoints (%s) will be overwritten",
+                        checkpoints, ", ".join(existing))
+        return None
+    if mode != "auto":
+        raise ConfigError(f"--resume {mode!r}: expected 'auto' or 'never'")
+    last = checkpoints / "last.ckpt"
+    if last.exists():
+        checkpoint = read_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
+        log.info("resuming from %s after %d finished epoch(s)", last, int(checkpoint.get("epoch", -1)) + 1)
+        return checkpoint
+    if existing:
+        raise ConfigError(f"--run_dir: {checkpoints} holds {', '.join(existing)} but no last.ckpt to resume from; "
+                          "pass --resume never to start over (overwriting them) or choose another --run_dir")
+    return None

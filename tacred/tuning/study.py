@@ -1,0 +1,118 @@
+"""The Optuna side of ``tacred tune``: sampler, pruner, an RDB-backed study with heartbeat retries, and the
+objective that trains one trial in-process through the ``tacred fit`` CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tacred.ablation import dev_f1_by_epoch
+from tacred.tuning.space import SearchSpace, TuneError, override_args
+
+log = logging.getLogger(__name__)
+
+
+def build_sampler(spec: dict[str, Any], offset: int = 0) -> Any:
+    """The sampler of ``spec``; its seed is moved on by ``offset`` (the trials the study has), so that a resumed
+    study draws new parameters instead of replaying the ones its first process drew."""
+    import optuna
+
+    options = {k: v for k, v in spec.items() if k != "name"}
+    if options.get("seed") is not None:
+        options["seed"] = int(options["seed"]) + offset
+    try:
+        if spec.get("name", "tpe") == "random":
+            return optuna.samplers.RandomSampler(**options)
+        return optuna.samplers.TPESampler(**options)
+    except TypeError as err:
+        raise TuneError(f"sampler {spec}: {err}") from err
+
+
+def build_pruner(spec: dict[str, Any]) -> Any:
+    import optuna
+
+    options = {k: v for k, v in spec.items() if k != "name"}
+    name = spec.get("name", "median")
+    try:
+        if name == "none":
+            return optuna.pruners.NopPruner()
+        if name == "hyperband":
+            return optuna.pruners.HyperbandPruner(**options)
+        return optuna.pruners.MedianPruner(**options)
+    except TypeError as err:
+        raise TuneError(f"pruner {spec}: {err}") from err
+
+
+def open_study(name: str, storage_url: str, space: SearchSpace, heartbeat: int = 60, grace: int = 180,
+               max_retry: int = 3) -> Any:
+    """Create or load the study. A trial whose process died stops sending heartbeats; after ``grace`` seconds
+    the next process to start a trial marks it failed and retries it with the same parameters."""
+    import optuna
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            storage = RDBStorage(storage_url, heartbeat_interval=heartbeat, grace_period=grace,
+                                 heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
+    except Exception as err:  # SQLAlchemy raises many kinds: a bad URL, a missing driver, no server
+        raise TuneError(f"--storage {storage_url}: cannot open ({type(err).__name__}: {err})") from err
+    return optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True,
+                               sampler=build_sampler(space.sampler), pruner=build_pruner(space.pruner))
+
+
+def run_number(trial: Any) -> int:
+    """The trial whose run folder this trial uses: a retry continues its original's folder (and last.ckpt)."""
+    import optuna
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        history = RetryHeartbeatStaleTrialCallback.retry_history(frozen)
+    return history[0] if history else trial.number
+
+
+@dataclass
+class Objective:
+    """Trains one trial in-process through the ``tacred fit`` CLI and returns its score (:meth:`SearchSpace.score`)."""
+
+    space: SearchSpace
+    trials_dir: Path
+    configs: Sequence[str] = ()
+    extra: Sequence[str] = ()
+
+    def fit_args(self, params: dict[str, Any], run_dir: Path) -> list[str]:
+        configs = [*self.space.configs, *self.configs]
+        return ["fit", *(a for c in configs for a in ("--config", c)), *override_args(self.space.fixed),
+                *override_args(params), "--seed_everything", str(self.space.seed), "--run_dir", str(run_dir),
+                "--resume", "auto", *self.extra]
+
+    def __call__(self, trial: Any) -> float:
+        from optuna_integration import PyTorchLightningPruningCallback
+
+        from tacred.lightning_cli import TacredCLI
+
+        params = {p.name: p.suggest(trial) for p in self.space.parameters}
+        run_dir = self.trials_dir / f"trial_{run_number(trial):04d}"
+        trial.set_user_attr("run_dir", str(run_dir))
+        log.info("trial %d (%s): %s", trial.number, run_dir, json.dumps(params))
+        start = time.perf_counter()
+        pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
+        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+        try:
+            TacredCLI(args=self.fit_args(params, run_dir), trainer_defaults={"callbacks": [pruning]})
+        finally:
+            trial.set_user_attr("seconds", round(time.perf_counter() - start, 1))
+        scores = dev_f1_by_epoch(run_dir / "metrics.csv")
+        if not scores:
+            raise TuneError(f"{run_dir}/metrics.csv: no dev F1 was logged")
+        trial.set_user_attr("epochs", max(scores) + 1)
+        trial.set_user_attr("best_dev_f1", max(scores.values()))
+        return self.space.score(scores)

@@ -1,0 +1,256 @@
+"""Property-based fuzzing of every reader of user input: whatever the input, the outcome is a result or one of the
+project's own errors (:class:`tacred.errors.TacredError`), never another exception."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tacred.errors import ConfigError, TacredError
+from tests.conftest import make_example
+
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+scalars = (st.none() | st.booleans() | st.integers(-3, 40) | st.floats(allow_nan=True, allow_infinity=True)
+           | st.text(max_size=8))
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 40) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=8,
+)
+
+
+@st.composite
+def raw_examples(draw: st.DrawFn) -> dict:
+    """A TACRED example with some fields dropped or replaced by arbitrary JSON."""
+    example = make_example(draw(st.integers(0, 5)), draw(st.sampled_from(["no_relation", "per:title", "per:titel"])),
+                           length=draw(st.integers(1, 7)))
+    for key in list(example):
+        action = draw(st.sampled_from(["keep", "keep", "keep", "keep", "drop", "replace"]))
+        if action == "drop":
+            del example[key]
+        elif action == "replace":
+            example[key] = draw(json_values)
+    return example
+
+
+def _write(path: Path, content: bytes) -> Path:
+    path.write_bytes(content)
+    return path
+
+
+@st.composite
+def data_files(draw: st.DrawFn) -> bytes:
+    """A TACRED JSON list, JSON Lines, or arbitrary bytes."""
+    kind = draw(st.sampled_from(["list", "jsonl", "bytes", "json"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=120))
+    if kind == "json":
+        return json.dumps(draw(json_values)).encode()
+    examples = draw(st.lists(raw_examples(), max_size=4))
+    if kind == "list":
+        return json.dumps(examples).encode()
+    return "\n".join(json.dumps(e) for e in examples).encode()
+
+
+@FUZZ
+@given(raw=raw_examples() | json_values)
+def test_check_example_accepts_only_what_makes_a_valid_example(raw):
+    from tacred.data.examples import Example, check_example
+
+    if check_example(raw) is None:
+        example = Example.from_dict(raw)
+        assert 0 <= example.subj_start <= example.subj_end < len(example)
+        assert 0 <= example.obj_start <= example.obj_end < len(example)
+        assert len(example.pos) == len(example.ner) == len(example)
+        assert example.subj_type.strip() and example.obj_type.strip() and example.relation.strip()
+
+
+@FUZZ
+@given(content=data_files())
+def test_the_tacred_loader_returns_examples_or_a_data_error(tmp_path, monkeypatch, content):
+    import datasets
+
+    from tacred.data.examples import load_examples
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    path = _write(tmp_path / "split.json", content)
+    try:
+        result = load_examples(path)
+    except TacredError as err:
+        assert str(path) in str(err)
+        return
+    ids = [e.id for e in result.examples]
+    assert len(ids) == len(set(ids))
+    for example in result.examples:
+        assert all(isinstance(v, int) and not isinstance(v, bool)
+                   for v in (example.subj_start, example.subj_end, example.obj_start, example.obj_end))
+
+
+@FUZZ
+@given(line=st.lists(st.sampled_from(["<subj>", "</subj>", "<obj>", "</obj>", "<e1>", "</e1>", "<e2>", "</e2>",
+                                      "<subj:PERSON>", "<obj:>", "<subj:1x>", "Ann", " ", "Acme", "é", "<", ">", "\t"]),
+                     max_size=10).map("".join) | st.text(max_size=40))
+def test_the_marked_sentence_parser_returns_spans_or_a_marker_error(line):
+    from tacred.data.annotate import MarkerError, parse_markers
+
+    try:
+        marked = parse_markers(line)
+    except MarkerError:
+        return
+    for start, end in (marked.subj, marked.obj):
+        assert 0 <= start < end <= len(marked.text) and marked.text[start:end].strip()
+
+
+@FUZZ
+@given(record=json_values | st.fixed_dictionaries(
+    {"text": st.text(max_size=20), "subj": json_values | st.lists(st.integers(-2, 25), max_size=3),
+     "obj": st.lists(st.integers(-2, 25), min_size=2, max_size=2)},
+    optional={"id": json_values, "subj_type": json_values, "relation": json_values}))
+def test_the_offsets_parser_returns_spans_or_a_marker_error(record):
+    from tacred.data.annotate import MarkerError, parse_offsets
+
+    try:
+        marked, _, relation = parse_offsets(record)
+    except MarkerError:
+        return
+    assert isinstance(relation, str) and relation.strip()
+    assert marked.subj[1] <= marked.obj[0] or marked.obj[1] <= marked.subj[0]
+
+
+label_lines = st.lists(st.sampled_from(["per:title", "no_relation", "org:founded_by", "per:titel", "", " ", "\t",
+                                        "1\tper:title", '{"id": "a", "relation": "per:title"}',
+                                        '{"id": "b", "relation": "no_relation"}', '{"relation": 3}', "[", "{"]),
+                       max_size=6).map(lambda lines: "\n".join(lines).encode())
+
+
+@FUZZ
+@given(gold=label_lines | st.binary(max_size=60), pred=label_lines | st.binary(max_size=60))
+def test_the_scorer_readers_return_labels_or_a_label_error(tmp_path, gold, pred):
+    from tacred.scoring import check_predicted_labels, read_aligned, score
+
+    gold_path, pred_path = _write(tmp_path / "gold.txt", gold), _write(tmp_path / "pred.txt", pred)
+    try:
+        gold_labels, pred_labels = read_aligned(gold_path, pred_path)
+        check_predicted_labels(gold_labels, pred_labels, pred_path)
+    except TacredError:
+        return
+    result = score(gold_labels, pred_labels)
+    assert 0 <= result.precision <= 1 and 0 <= result.recall <= 1
+
+
+semeval_lines = st.lists(st.sampled_from([
+    '1\t"The <e1>author</e1> wrote a <e2>book</e2> ."', '2\t"A <e1>wind</e1> <e2>x</e2>"', '3\t"no markers"',
+    '1\t"<e1>a<e2>b</e1></e2>"', "Cause-Effect(e1,e2)", "Other", "Cause-Effekt(e1,e2)", "Comment:", "", "garbage",
+]), max_size=10).map(lambda lines: "\n".join(lines).encode())
+
+
+@FUZZ
+@given(train=semeval_lines | st.binary(max_size=60), test=semeval_lines)
+def test_the_semeval_reader_returns_records_or_a_semeval_error(tmp_path, train, test):
+    from tacred.data.semeval import TEST_FILE, TRAIN_FILE, check_release, read_semeval
+
+    _write(tmp_path / TRAIN_FILE, train)
+    _write(tmp_path / TEST_FILE, test)
+    try:
+        records = read_semeval(tmp_path / TRAIN_FILE)
+        check_release(tmp_path, dev_size=0)
+    except TacredError:
+        return
+    assert records and len({r.id for r in records}) == len(records)
+
+
+@FUZZ
+@given(content=st.binary(max_size=80) | st.lists(
+    st.sampled_from(["2 3", "a 1 2 3", "b 1 2", "c x 2 3", "d 1 2 inf", "", "e  1 2 3", "f 1 2 3 4"]),
+    max_size=5).map(lambda lines: "\n".join(lines).encode()))
+def test_the_glove_reader_returns_vectors_or_a_glove_error(tmp_path, content):
+    from tacred.data.glove import read_glove_vectors
+
+    path = _write(tmp_path / "vectors.txt", content)
+    try:
+        vectors = read_glove_vectors(path, ["a", "b", "c", "d", "e", "f"], dim=3)
+    except TacredError:
+        return
+    for vector in vectors.values():
+        assert vector.shape == (3,) and bool(vector.isfinite().all())
+
+
+@FUZZ
+@given(content=st.binary(max_size=80) | json_values.map(lambda v: json.dumps(v).encode()))
+def test_the_patch_reader_returns_a_patch_or_a_patch_error(tmp_path, content):
+    from tacred.data.patch import read_patch
+
+    path = _write(tmp_path / "patch.json", content)
+    try:
+        patch = read_patch(path)
+    except TacredError:
+        return
+    assert patch.layout in ("tacrev", "retacred") and all(isinstance(k, str) for k in patch.labels)
+
+
+NETWORK_FIELDS = ("word_dim", "pos_dim", "ner_dim", "num_heads", "ffn_dim", "dropout", "attention_dropout",
+                  "word_dropout", "max_relative_distance", "gaussian_heads", "attention_dim", "num_layers")
+
+
+@FUZZ
+@given(values=st.dictionaries(st.sampled_from(NETWORK_FIELDS), scalars, max_size=4))
+def test_network_validation_builds_a_config_or_raises_a_config_error(values):
+    from tacred.models.config import NetworkConfig
+
+    try:
+        config = NetworkConfig(**values)
+    except ConfigError:
+        return
+    assert (config.word_dim + config.pos_dim + config.ner_dim) % config.num_heads == 0
+    assert 0 <= config.dropout < 1 and 0 <= config.word_dropout <= 1 and config.max_relative_distance >= 1
+
+
+@FUZZ
+@given(values=st.dictionaries(st.sampled_from(["lr", "momentum", "weight_decay", "decay_start_epoch", "decay_factor",
+                                               "decay_compare", "no_relation_weight", "batch_size", "eval_batch_size",
+                                               "min_count", "num_workers", "min_glove_coverage", "labels",
+                                               "no_relation"]),
+                              scalars | st.lists(st.sampled_from(["no_relation", "per:title", "x"]), max_size=3),
+                              max_size=4))
+def test_training_and_data_validation_accepts_or_raises_a_config_error(values):
+    from tacred.validation import check_data, check_module
+
+    try:
+        check_module(values)
+        check_data(values)
+    except ConfigError:
+        return
+    lr = values.get("lr", 0.1)
+    assert isinstance(lr, int | float) and math.isfinite(lr) and lr > 0
+    assert values.get("batch_size", 1) >= 1
+
+
+@FUZZ
+@given(text=st.text(max_size=60) | st.lists(st.sampled_from(["model:", "  lr: 0.1", "  lr: 0.2", "- a", "\tx: 1",
+                                                             "data: {", "a: [1", "b: &x 1", "c: *y", "'"]),
+                                           max_size=5).map("\n".join))
+def test_the_config_reader_returns_yaml_or_a_config_error(tmp_path, text):
+    from tacred.config_files import check_config_files
+
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        check_config_files(["fit", "--config", str(path)])
+    except ConfigError as err:
+        assert str(path) in str(err)
+
+
+@pytest.mark.parametrize("value", ["0", "nan", "3.5", ""])
+def test_option_messages_name_the_option(value, capsys):
+    from tacred.cli import main
+
+    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
+    assert main(["fit", "--config", demo, "--model.network.num_heads", value]) == 2
+    assert "--model.network.num_heads" in capsys.readouterr().err

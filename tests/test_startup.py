@@ -1,0 +1,60 @@
+"""The command starts fast: help, the scorer and the input check of predict --sentences never import torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import sys
+from tacred.cli import main
+code = main({argv!r})
+heavy = sorted(m for m in ("torch", "lightning", "spacy", "torchmetrics", "litserve") if m in sys.modules)
+print("HEAVY", heavy, "CODE", code)
+"""
+
+
+def run(argv: list[str], stdin: str = "") -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], cwd=REPO, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_help_lists_every_command_without_importing_them():
+    from tacred.commands import COMMANDS
+
+    proc = run(["--help"])
+    assert "HEAVY [] CODE 0" in proc.stdout, proc.stdout + proc.stderr
+    for name in COMMANDS:
+        assert f"\n  {name} " in proc.stdout
+    assert "Serve a trained model over HTTP" in proc.stdout and "Export a trained model" in proc.stdout
+
+
+def test_score_runs_without_torch(tmp_path):
+    gold = tmp_path / "gold.txt"
+    gold.write_text("per:title\nno_relation\n")
+    proc = run(["score", str(gold), str(gold)])
+    assert "HEAVY [] CODE 0" in proc.stdout, proc.stdout + proc.stderr
+    assert "F1 (micro): 100.000%" in proc.stdout
+
+
+def test_predict_sentences_reports_a_bad_line_before_loading_anything(tmp_path):
+    proc = run(["predict", "--ckpt_path", str(tmp_path / "x.ckpt"), "--sentences", "-", "--num_threads", "1"],
+               stdin="<subj>A</subj> b <obj>C</obj>\nA works for <obj>C</obj>\n")
+    assert "HEAVY [] CODE 2" in proc.stdout, proc.stdout + proc.stderr
+    assert "<stdin>, line 2: no subject marker" in proc.stderr
+    missing = run(["predict", "--ckpt_path", str(tmp_path / "x.ckpt"), "--sentences", "-"],
+                  stdin="<subj>A</subj> b <obj>C</obj>\n")
+    assert "HEAVY [] CODE 2" in missing.stdout and "checkpoint not found" in missing.stderr
+
+
+def test_predict_help_shows_the_sentence_options():
+    proc = subprocess.run([sys.executable, "-m", "tacred", "predict", "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for option in ("--sentences", "--format", "--output", "--overwrite"):
+        assert option in proc.stdout

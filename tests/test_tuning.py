@@ -1,0 +1,193 @@
+"""Tests of ``tacred tune``: the search-space file, overrides, the study files, and real tiny studies on the demo
+corpus, one of them killed mid-trial and resumed by running the same command again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+
+from tacred import tuning as T
+from tacred.commands import tune
+
+REPO = Path(__file__).resolve().parents[1]
+
+SPACE = {
+    "parameters": {
+        "model.lr": {"type": "float", "low": 0.05, "high": 0.5, "log": True},
+        "model.network.dropout": {"type": "float", "low": 0.2, "high": 0.4, "step": 0.1},
+        "model.decay_patience": {"type": "int", "low": 1, "high": 3},
+        "model.lr_schedule": {"type": "categorical", "choices": ["stall", "cosine"]},
+    },
+}
+
+
+# -- the search space --------------------------------------------------------------------------------------------
+def test_shipped_spaces_load_and_name_existing_configs() -> None:
+    for path in sorted((REPO / "configs" / "tune").glob("*.yaml")):
+        space = T.SearchSpace.load(path)
+        assert space.parameters and space.metric == "val/f1"
+        assert all((REPO / c).is_file() for c in space.configs), path
+        assert "model.lr" in {p.name for p in space.parameters}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"parameters": {}}, "'parameters' must map"),
+    ({"parameters": {"model.lr": {"type": "normal", "low": 0, "high": 1}}}, "parameters.model.lr: type must be one of"),
+    ({"parameters": {"model.lr": {"type": "float", "low": 1.0, "high": 0.1}}}, "low .1.0. is above high"),
+    ({"parameters": {"model.lr": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}}, "log-scale range needs low > 0"),
+    ({"parameters": {"model.lr": {"type": "float", "low": "a", "high": 1.0}}}, "'low' must be a finite number"),
+    ({"parameters": {"x": {"type": "int", "low": 1, "high": 2.5}}}, "whole numbers"),
+    ({"parameters": {"x": {"type": "categorical", "choices": []}}}, "non-empty list 'choices'"),
+    ({"parameters": {"x": {"type": "float", "low": 0, "high": 1, "spread": 2}}}, "unknown key.s. spread"),
+    ({"fixed": {"model.lr": 0.1}}, "model.lr is both fixed and searched"),
+    ({"pruner": {"name": "sometimes"}}, "'pruner' must be a mapping whose 'name' is one of"),
+    ({"seed": "one"}, "'seed' must be an integer"),
+    ({"extra": 1}, "unknown key.s. extra"),
+])
+def test_bad_search_spaces_are_named(change: dict, message: str) -> None:
+    with pytest.raises(T.TuneError, match=message):
+        T.SearchSpace.from_dict({**SPACE, **change}, "space.yaml")
+
+
+def test_a_trials_value_is_its_last_epochs_mean_or_its_best_epoch() -> None:
+    dev = {0: 0.4, 1: 0.7, 2: 0.6, 3: 0.5}
+    assert T.SearchSpace.from_dict(SPACE).score(dev) == pytest.approx(0.6)
+    assert T.SearchSpace.from_dict({**SPACE, "window": 1}).score(dev) == 0.5
+    assert T.SearchSpace.from_dict({**SPACE, "objective": "best"}).score(dev) == 0.7
+    with pytest.raises(T.TuneError, match="'objective' must be one of last, best"):
+        T.SearchSpace.from_dict({**SPACE, "objective": "median"})
+
+
+def test_suggestions_become_command_line_overrides_and_a_config_file() -> None:
+    space = T.SearchSpace.from_dict(SPACE)
+    trial = optuna.trial.FixedTrial({"model.lr": 0.3, "model.network.dropout": 0.3, "model.decay_patience": 2,
+                                     "model.lr_schedule": "cosine"})
+    params = {p.name: p.suggest(trial) for p in space.parameters}
+    args = T.override_args({**params, "data.labels": None, "trainer.deterministic": True})
+    assert args == ["--model.lr", "0.3", "--model.network.dropout", "0.3", "--model.decay_patience", "2",
+                    "--model.lr_schedule", "cosine", "--data.labels", "null", "--trainer.deterministic", "true"]
+    assert T.nested(params) == {"model": {"lr": 0.3, "network": {"dropout": 0.3}, "decay_patience": 2,
+                                          "lr_schedule": "cosine"}}
+
+
+def test_a_resumed_study_draws_new_parameters_from_a_moved_seed() -> None:
+    first = T.build_sampler({"name": "random", "seed": 3})
+    again = T.build_sampler({"name": "random", "seed": 3})
+    moved = T.build_sampler({"name": "random", "seed": 3}, offset=5)
+
+    def draw(sampler: object) -> float:
+        study = optuna.create_study(sampler=sampler)
+        return study.ask().suggest_float("x", 0, 1)
+
+    assert draw(first) == draw(again) != draw(moved)
+
+
+# -- real studies ---------------------------------------------------------------------------------------------
+def tiny_space(tmp_path: Path, demo_data: Path, epochs: int = 2) -> Path:
+    space = {
+        "configs": [str(REPO / "configs" / "demo.yaml")],
+        "fixed": {"trainer.max_epochs": epochs, "data.data_dir": str(demo_data), "model.network.word_dim": 24,
+                  "data.embedding_dim": 24, "model.network.ffn_dim": 16, "model.network.attention_dim": 16},
+        "sampler": {"name": "random", "seed": 0},
+        "pruner": {"name": "none"},
+        "parameters": {"model.lr": {"type": "float", "low": 0.1, "high": 1.0, "log": True},
+                       "model.lr_schedule": {"type": "categorical", "choices": ["stall", "cosine"]}},
+    }
+    path = tmp_path / "space.yaml"
+    path.write_text(yaml.safe_dump(space), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Path, demo_data: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    space = tiny_space(tmp_path, demo_data)
+    study = tmp_path / "study"
+    assert tune.main(["--space", str(space), "--n-trials", "2", "--study-dir", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "best trial" in out and "model.lr:" in out
+    records = json.loads((study / "trials.json").read_text())
+    assert [r["state"] for r in records] == ["COMPLETE", "COMPLETE"]
+    for r in records:
+        run = Path(r["user_attrs"]["run_dir"])
+        assert (run / "checkpoints" / "last.ckpt").is_file() and (run / "config.yaml").is_file()
+        assert sorted(r["intermediate_values"]) == ["0", "1"], "dev F1 of every epoch is reported"
+        assert r["value"] == pytest.approx(sum(r["intermediate_values"].values()) / 2), "mean of the last epochs"
+        assert r["user_attrs"]["best_dev_f1"] == max(r["intermediate_values"].values())
+        assert r["params"]["model.lr"] == pytest.approx(yaml.safe_load((run / "config.yaml").read_text())["model"]["lr"])
+    best = yaml.safe_load((study / "best.yaml").read_text())
+    assert best["trainer"]["max_epochs"] == 2 and "lr" in best["model"]
+    assert "Best: trial" in (study / "summary.md").read_text()
+
+    # the same command again: the study already has its trials, nothing is trained
+    assert tune.main(["--space", str(space), "--n-trials", "2", "--study-dir", str(study)]) == 0
+    assert len(json.loads((study / "trials.json").read_text())) == 2
+
+    # a fresh storage (another machine, a fresh clone) is seeded from trials.json and the study goes on
+    (study / "trials" / "study.db").unlink()
+    assert tune.main(["--space", str(space), "--n-trials", "3", "--study-dir", str(study)]) == 0
+    records = json.loads((study / "trials.json").read_text())
+    assert len(records) == 3
+    assert records[2]["params"] not in [r["params"] for r in records[:2]], "the resumed sampler draws anew"
+
+    # best.yaml is a config file tacred fit accepts
+    proc = subprocess.run([sys.executable, "-m", "tacred", "fit", "--config", str(REPO / "configs" / "demo.yaml"),
+                           "--config", str(study / "best.yaml"), "--print_config"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["model"]["lr"] == pytest.approx(best["model"]["lr"])
+
+
+@pytest.mark.slow
+def test_a_killed_study_resumes_its_running_trial_from_last_ckpt(tmp_path: Path, demo_data: Path) -> None:
+    space = tiny_space(tmp_path, demo_data, epochs=4)
+    study = tmp_path / "study"
+    cmd = [sys.executable, "-m", "tacred", "tune", "--space", str(space), "--n-trials", "1", "--study-dir",
+           str(study), "--heartbeat", "1", "--grace", "2"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    last = study / "trials" / "trial_0000" / "checkpoints" / "last.ckpt"
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not last.is_file() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert last.is_file(), "the first epoch never finished"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    time.sleep(3)  # longer than --grace: the dead trial's heartbeat has gone stale
+
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resuming from" in done.stderr
+    states = optuna.load_study(study_name="space", storage=f"sqlite:///{study / 'trials' / 'study.db'}").get_trials()
+    assert [t.state.name for t in states] == ["FAIL", "COMPLETE"]
+    assert states[1].params == states[0].params, "the dead trial is retried with its own parameters"
+    assert states[1].user_attrs["run_dir"] == states[0].user_attrs["run_dir"], "and continues its run folder"
+    epochs = [int(row.split(",")[0]) for row in (last.parents[1] / "metrics.csv").read_text().splitlines()[1:]
+              if row.split(",")[0].isdigit()]
+    assert sorted(set(epochs)) == [0, 1, 2, 3]
+
+
+def test_user_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert tune.main(["--space", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml: file not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("parameters: [1, 2\n")
+    assert tune.main(["--space", str(bad)]) == 2
+    assert "bad.yaml: not valid YAML" in capsys.readouterr().err
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump({**SPACE, "configs": [str(tmp_path / "nope.yaml")]}))
+    assert tune.main(["--space", str(good), "--study-dir", str(tmp_path / "s")]) == 2
+    assert "nope.yaml: file not found" in capsys.readouterr().err
+    assert tune.main(["--space", str(good), "--n-trials", "0"]) == 2
+    assert "--n-trials must be at least 1" in capsys.readouterr().err
