@@ -73,7 +73,6 @@ def _dispatch(argv: list[str]) -> int:
     os.environ.setdefault("WANDB_MODE", "offline")
     # OpenMP threads that spin while waiting make a busy 2-core machine up to 15x slower (docs/performance.md)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    _fixed_mmap_threshold()
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE.format(tools=_tools_help()))
         return 0
@@ -95,27 +94,6 @@ def _dispatch(argv: list[str]) -> int:
 
         return predict_raw(argv[1:])
     return run_lightning(argv)
-
-
-MMAP_THRESHOLD = 2 * 2**20
-
-
-def _fixed_mmap_threshold() -> None:
-    """Give blocks of 2 MiB and more their own mappings, returned to the system when freed (glibc only).
-
-    glibc raises its mmap threshold after each large free, up to 32 MiB, so activations of varying batch
-    shapes end up in a fragmented heap: ~100 MiB more peak RSS in training (docs/performance.md). A fixed
-    2 MiB costs no time there; 256 KiB–1 MiB cost seconds of page faults per epoch. ``MALLOC_MMAP_THRESHOLD_``
-    in the environment takes precedence.
-    """
-    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).mallopt(-3, MMAP_THRESHOLD)  # -3: M_MMAP_THRESHOLD
-    except (AttributeError, OSError):  # not glibc (musl has no mallopt)
-        pass
 
 
 def run_lightning(argv: list[str]) -> int:

@@ -111,25 +111,3 @@ def test_print_config_shows_the_paper_hyperparameters():
     for line in ("num_heads: 3", "ffn_dim: 130", "dropout: 0.4", "attention_dropout: 0.1", "lr: 0.1",
                  "batch_size: 50", "max_epochs: 60", "norm: batch", "activation: rrelu"):
         assert line in proc.stdout, line
-
-
-def test_mmap_threshold_is_fixed_unless_the_environment_sets_it(monkeypatch):
-    import ctypes
-
-    from tacred import cli
-
-    calls = []
-
-    class FakeLibc:
-        def mallopt(self, option, value):
-            calls.append((option, value))
-            return 1
-
-    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
-    monkeypatch.setattr(cli.sys, "platform", "linux")
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    cli._fixed_mmap_threshold()
-    assert calls == [(-3, cli.MMAP_THRESHOLD)]
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
-    cli._fixed_mmap_threshold()
-    assert len(calls) == 1
