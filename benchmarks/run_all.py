@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import data_pipeline  # noqa: E402
+import end_to_end  # noqa: E402
 import inference  # noqa: E402
 import relative_attention  # noqa: E402
 import serving  # noqa: E402
@@ -25,6 +26,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "profile": lambda quick: training.profile_table(quick, steps=5 if quick else 40),
     "inference": lambda quick: inference.run(quick).render(),
     "data": lambda quick: data_pipeline.run(quick).render(),
+    "end_to_end": lambda quick: end_to_end.run(quick).render(),
     "serving": lambda quick: serving.run(quick).render(),
 }
 

@@ -33,12 +33,12 @@ def table_rows(text: str, title_start: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
 
 
-pytestmark = pytest.mark.slow  # trains the model 5 times for 2 tiny epochs
+pytestmark = pytest.mark.slow  # trains the model 5 times for 2 tiny epochs, and 4 times through `tacred fit`
 
 
 def test_every_table_names_the_machine(quick_output):
     text, _ = quick_output
-    assert text.count("- machine: ") >= 6
+    assert text.count("- machine: ") >= 7
     assert "cores" in text and "torch " in text
     assert re.search(r"^total: \d+ s$", text, re.M)
 
@@ -81,6 +81,15 @@ def test_data_table_covers_the_data_path_and_the_glove_cache(quick_output):
     first = next(r for r in rows if r[0].startswith("GloVe matrix, first build"))
     second = next(r for r in rows if r[0].startswith("GloVe matrix, second load from the cache"))
     assert first[1] == second[1] == "5,000"
+
+
+def test_end_to_end_table_has_epoch_time_memory_and_test_throughput(quick_output):
+    rows = table_rows(quick_output[0], "End to end")
+    assert [(r[0], r[1]) for r in rows] == [("32-true", "2"), ("bf16-mixed", "2")]
+    for row in rows:
+        assert float(row[2]) > 0 and float(row[3]) > 0  # wall of the short and the long fit
+        assert row[5].endswith("MiB") and row[9].endswith("MiB")  # peak RSS of fit and test
+        assert 0.0 <= float(row[6]) <= 1.0  # dev F1
 
 
 def test_serving_table_has_requests_per_second_and_latency(quick_output):

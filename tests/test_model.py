@@ -175,6 +175,22 @@ def test_compiled_network_keeps_parameter_names_and_outputs():
         torch.testing.assert_close(compiled(batch).logits, plain(batch).logits, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_network_compiles_to_one_graph_without_breaks(training, dtype):
+    """``--model.compile true`` traces the whole network as one graph (the masked batch norm's boolean indexing
+    would break it in training): Dynamo only, no code generation, so this runs in seconds."""
+    import torch._dynamo as dynamo
+
+    net = make_net().train(training)
+    dynamo.reset()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        explained = dynamo.explain(net)(random_batch([5, 3, 7]))
+    dynamo.reset()
+    assert explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
+    assert explained.graph_count == 1
+
+
 # -- learning-rate rules ------------------------------------------------------------------------------------------
 def _lrs(scores: list[float], **kwargs: object) -> list[float]:
     from tacred.models.schedule import DecayOnStall
