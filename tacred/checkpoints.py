@@ -55,11 +55,6 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     return ckpt
 
 
-def check_checkpoint(path: str | Path) -> None:
-    """Raise :class:`CheckpointError` if ``path`` cannot be loaded."""
-    read_checkpoint(path)
-
-
 def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -> None:
     """Raise :class:`CheckpointError` when the checkpoint's weights do not fit ``model`` (other labels,
     vocabulary or architecture), naming the first differing parameter instead of PyTorch's size-mismatch dump."""

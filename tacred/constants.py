@@ -47,13 +47,3 @@ TACRED_LABELS = (
     "per:country_of_birth", "org:dissolved", "per:country_of_death",
 )
 assert len(TACRED_LABELS) == 42 and TACRED_LABELS[0] == NO_RELATION
-
-
-def subject_token(entity_type: str) -> str:
-    """The word that replaces subject tokens under entity masking."""
-    return f"SUBJ-{entity_type}"
-
-
-def object_token(entity_type: str) -> str:
-    """The word that replaces object tokens under entity masking."""
-    return f"OBJ-{entity_type}"

@@ -51,11 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             print(f"tacred serve: error: --{name} must be at least 1, got {value}", file=sys.stderr)
             return 2
-    from tacred.checkpoints import CheckpointError, check_checkpoint
+    from tacred.checkpoints import CheckpointError, read_checkpoint
     from tacred.threshold import ThresholdError, load_threshold
 
     try:
-        check_checkpoint(args.ckpt_path)  # a clear error now rather than a worker that fails to start
+        read_checkpoint(args.ckpt_path)  # a clear error now rather than a worker that fails to start
         if args.threshold is not None:
             load_threshold(args.threshold)
     except (CheckpointError, ThresholdError, FileNotFoundError) as err:

@@ -230,7 +230,3 @@ class TacredDataModule(L.LightningDataModule):
 
     def predict_dataloader(self) -> DataLoader:
         return self._loader("predict", train=False)
-
-    def split_for(self, stage: str) -> str:
-        """The split a Lightning stage reads ("validate" → dev)."""
-        return {"fit": "dev", "validate": "dev", "test": "test", "predict": "predict"}[stage]

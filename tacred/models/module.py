@@ -21,8 +21,6 @@ from tacred.models.schedule import build_schedule
 from tacred.threshold import apply_threshold, load_threshold
 from tacred.validation import check_module
 
-STAGES = ("train", "val", "test")
-
 
 class RelationExtractor(L.LightningModule):
     """Relation classifier trained with SGD and the original code's learning-rate decay.
