@@ -111,10 +111,9 @@ def _mib(nbytes: int) -> str:
 
 def _last_dev_f1(run_dir: Path) -> str:
     """The dev F1 of the last epoch, from the run's metrics.csv."""
-    import csv
+    from tacred.io import read_csv_rows
 
-    with (run_dir / "metrics.csv").open(encoding="utf-8") as f:
-        values = [row["val/f1"] for row in csv.DictReader(f) if row.get("val/f1")]
+    values = [row["val/f1"] for row in read_csv_rows(run_dir / "metrics.csv")[1] if row.get("val/f1")]
     return f"{float(values[-1]):.4f}" if values else "–"
 
 

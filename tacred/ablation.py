@@ -9,15 +9,15 @@ import csv
 import io
 import json
 import math
-import os
-import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tacred.ensemble import mean_std
 from tacred.errors import TacredError
+from tacred.io import atomic_path, read_csv_rows, read_json, write_json, write_text_atomic
 
 RESULT_FILE = "result.json"
 FIT_DONE_FILE = "fit.done"
@@ -94,16 +94,15 @@ def dev_f1_by_epoch(metrics_csv: Path) -> dict[int, float]:
     if not metrics_csv.is_file():
         raise AblationError(f"{metrics_csv}: not found; did the fit run?")
     scores: dict[int, float] = {}
-    with open(metrics_csv, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        if "val/f1" not in (reader.fieldnames or []):
-            raise AblationError(f"{metrics_csv}: no 'val/f1' column")
-        for line, row in enumerate(reader, start=2):
-            if row.get("val/f1"):
-                try:
-                    scores[int(row["epoch"])] = float(row["val/f1"])
-                except (TypeError, ValueError) as err:
-                    raise AblationError(f"{metrics_csv}, line {line}: bad epoch or val/f1 ({err})") from err
+    header, rows = read_csv_rows(metrics_csv)
+    if "val/f1" not in header:
+        raise AblationError(f"{metrics_csv}: no 'val/f1' column")
+    for line, row in enumerate(rows, start=2):
+        if row.get("val/f1"):
+            try:
+                scores[int(row["epoch"])] = float(row["val/f1"])
+            except (TypeError, ValueError) as err:
+                raise AblationError(f"{metrics_csv}, line {line}: bad epoch or val/f1 ({err})") from err
     return scores
 
 
@@ -167,17 +166,8 @@ class RunResult:
         return cls(**{n: data[n] for n in known if n in data})
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and a rename, so parallel jobs and interruptions never leave half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_result(run: Path, result: RunResult, **extra: Any) -> Path:
-    path = run / RESULT_FILE
-    write_text_atomic(path, json.dumps({**asdict(result), **extra}, indent=1) + "\n")
-    return path
+    return write_json(run / RESULT_FILE, {**asdict(result), **extra})
 
 
 def load_results(out: str | Path, variants: Iterable[str] | None = None) -> list[RunResult]:
@@ -188,7 +178,7 @@ def load_results(out: str | Path, variants: Iterable[str] | None = None) -> list
         if wanted is not None and path.parent.parent.name not in wanted:
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path)
         except json.JSONDecodeError as err:
             raise AblationError(f"{path}: not valid JSON ({err}); delete it to rerun that run") from err
         results.append(RunResult.from_dict(data, source=str(path)))
@@ -209,11 +199,6 @@ class Row:
     delta_f1: float | None  # mean F1 minus the reference row's, in points; None without a reference
     parameters: int
     p_value: float | None = None  # paired approximate randomization against the reference (tacred.significance)
-
-
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (0 for a single value)."""
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:
@@ -324,10 +309,9 @@ def plot_f1(rows: Sequence[Row], path: Path, reference: str = "final") -> None:
     ax.set_xlim(0, max(10.0, math.ceil(top / 10) * 10 + 5))
     ax.set_xlabel("test F1 (%), mean ± std over seeds")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_path(path, keep_suffix=True) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def write_tables(out: str | Path, rows: Sequence[Row], reference: str = "final", published: bool = False) -> list[Path]:

@@ -90,7 +90,7 @@ def _dispatch(argv: list[str]) -> int:
         print(f"tacred: error: unknown command {argv[0]!r} (commands: {known}; see tacred --help)", file=sys.stderr)
         return 2
     if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
-        from tacred.predict_raw import main as predict_raw
+        from tacred.commands.predict_raw import main as predict_raw
 
         return predict_raw(argv[1:])
     return run_lightning(argv)

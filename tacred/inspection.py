@@ -4,7 +4,6 @@ self-attention weights per layer and head, the position-aware layer's weights, a
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ import torch
 from tacred.data.batching import EncodedSplit
 from tacred.data.examples import Example
 from tacred.errors import TacredError
+from tacred.io import read_csv_rows
 from tacred.models.module import RelationExtractor
 from tacred.scoring import Score, score
 from tacred.threshold import apply_threshold
@@ -190,8 +190,7 @@ def read_training_curves(path: str | Path) -> TrainingCurves:
         path = path / "metrics.csv"
     if not path.is_file():
         raise FileNotFoundError(f"training metrics not found: {path} (the CSV logger writes RUN/metrics.csv)")
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
+    _, rows = read_csv_rows(path)
     if not rows or "epoch" not in rows[0]:
         raise InspectionError(f"{path}: expected a CSV with an 'epoch' column (Lightning's CSV logger)")
     lr_key = next((k for k in rows[0] if k.startswith("lr-")), None)

@@ -70,7 +70,7 @@ class TacredCLI(LightningCLI):
                                      "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
                                      "chosen (test_predictions-1.jsonl, ...).")
         if subcommand == "predict":
-            from tacred.predict_raw import RAW_OPTIONS
+            from tacred.commands.predict_raw import RAW_OPTIONS
 
             group = parser.add_argument_group(
                 "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "

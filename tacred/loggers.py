@@ -13,6 +13,8 @@ from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
+from tacred.io import atomic_path
+
 
 def _number(text: str) -> float | int | None:
     if text is None or not str(text).strip():
@@ -69,13 +71,11 @@ class EpochRowWriter(ExperimentWriter):
             return
         keys = sorted({k for row in self.rows.values() for k in row})
         path = Path(self.metrics_file_path)
-        partial = path.with_name(path.name + ".partial")
-        with open(partial, "w", encoding="utf-8", newline="") as f:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=keys)
             writer.writeheader()
             for epoch in sorted(self.rows):
                 writer.writerow({k: _cell(v) for k, v in self.rows[epoch].items()})
-        os.replace(partial, path)
         self._dirty = False
 
 

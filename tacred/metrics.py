@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from tacred.scoring import Counts
+from tacred.scoring import Counts, prf
 
 
 class TacredScore(Metric):
@@ -59,11 +59,8 @@ class TacredScore(Metric):
         self.correct.index_add_(0, preds, guessed * (preds == target))
 
     def compute(self) -> dict[str, Tensor]:
-        correct, guessed, gold = self.correct.sum().double(), self.guessed.sum().double(), self.gold.sum().double()
-        precision = torch.where(guessed > 0, correct / guessed.clamp(min=1), torch.ones_like(correct))
-        recall = torch.where(gold > 0, correct / gold.clamp(min=1), torch.zeros_like(correct))
-        denom = precision + recall
-        f1 = torch.where(denom > 0, 2 * precision * recall / denom.clamp(min=1e-12), torch.zeros_like(denom))
+        counts = (self.correct.sum().double(), self.guessed.sum().double(), self.gold.sum().double())
+        precision, recall, f1 = prf(*counts)  # on the device: no read-back to the host
         return {"precision": precision.float(), "recall": recall.float(), "f1": f1.float()}
 
     def counts(self, labels: Sequence[str] | None = None) -> Counts:

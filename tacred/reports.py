@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from tacred.io import prediction_record, write_json, write_jsonl, write_text_atomic
 from tacred.scoring import format_report, format_semeval_report, score, semeval_macro_f1
 from tacred.threshold import apply_threshold, format_comparison, micro_scores
 
@@ -81,10 +81,9 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
     out = output_dir(module)
     pred_path, score_path, metrics_path = fresh_names(
         out, ["test_predictions.jsonl", "test_score.txt", "test_metrics.json"], getattr(module, "overwrite_outputs", False))
-    with open(pred_path, "w", encoding="utf-8") as f:
-        for i, ident in enumerate(data.ids):
-            f.write(json.dumps({"id": ident, "relation": pred[i], "gold": gold[i],
-                                "probability": round(float(probs[i, best[i]]), 6)}) + "\n")
+    rows = probs.tolist()
+    write_jsonl(pred_path, (prediction_record(ident, labels, rows[i], best[i], gold=gold[i])
+                            for i, ident in enumerate(data.ids)))
     result = score(gold, pred, no_relation=module.vocab.no_relation)
     report, metrics = format_report(result), result.to_dict()
     threshold = getattr(module, "no_relation_threshold", None)
@@ -97,8 +96,8 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
         official = semeval_macro_f1(gold, pred, other=module.vocab.no_relation)
         report += "\n\n" + format_semeval_report(official)
         metrics["semeval"] = official.to_dict()
-    score_path.write_text(report + "\n", encoding="utf-8")
-    metrics_path.write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    write_text_atomic(score_path, report + "\n")
+    write_json(metrics_path, metrics, newline=False)
     from tacred.tracking import log_test_results
 
     log_test_results(module.loggers, result, gold, pred, labels)  # W&B table and confusion matrix, if logging there
@@ -113,10 +112,7 @@ def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> 
         return
     data, probs, labels, chosen = decided
     [path] = fresh_names(output_dir(module), ["predictions.jsonl"], getattr(module, "overwrite_outputs", False))
-    with open(path, "w", encoding="utf-8") as f:
-        for i, ident in enumerate(data.ids):
-            row = probs[i].tolist()
-            best = chosen[i]
-            f.write(json.dumps({"id": ident, "relation": labels[best], "probability": round(row[best], 6),
-                                "probabilities": {lab: round(p, 6) for lab, p in zip(labels, row, strict=True)}}) + "\n")
+    rows = probs.tolist()
+    write_jsonl(path, (prediction_record(ident, labels, rows[i], chosen[i], every_label=True)
+                       for i, ident in enumerate(data.ids)))
     print(f"predictions: {path}")

@@ -4,8 +4,6 @@ training: ensembles over seeds, paired significance against a reference, ``summa
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from tacred.ablation import RESULT_FILE, AblationError, RunResult, mean_std, ordered, write_text_atomic
+from tacred.ablation import RESULT_FILE, AblationError, RunResult, ordered
+from tacred.ensemble import mean_std
+from tacred.io import atomic_path, read_json, write_json
 
 PROBS_FILE = "test_probabilities.npz"
 SUMMARY_FILE = "summary.json"
@@ -78,9 +78,8 @@ def test_record(evaluation: Evaluation) -> dict[str, Any]:
 def save_probabilities(folder: Path, evaluation: Evaluation) -> Path:
     """``test_probabilities.npz``: float16 probabilities (N, C) and the example ids, for ensembles."""
     path = folder / PROBS_FILE
-    tmp = folder / f".{PROBS_FILE}.{os.getpid()}.tmp.npz"
-    np.savez_compressed(tmp, probs=evaluation.probs.astype(np.float16), ids=np.asarray(evaluation.ids))
-    os.replace(tmp, path)
+    with atomic_path(path, keep_suffix=True) as tmp:
+        np.savez_compressed(tmp, probs=evaluation.probs.astype(np.float16), ids=np.asarray(evaluation.ids))
     return path
 
 
@@ -101,7 +100,7 @@ def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
     """Every seed of ``variant`` under ``out`` that stored its test predictions, in seed order."""
     runs = []
     for path in sorted(Path(out).glob(f"{variant}/seed_*/{RESULT_FILE}"), key=lambda p: int(p.parent.name[5:])):
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
         test = data.get("test")
         if not test:
             continue
@@ -161,7 +160,7 @@ def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
     summary: dict[str, Any] = {}
     for name in ordered(r.variant for r in results):
         runs = sorted((r for r in results if r.variant == name), key=lambda r: r.seed)
-        extra = [json.loads((out / name / f"seed_{r.seed}" / RESULT_FILE).read_text(encoding="utf-8")) for r in runs]
+        extra = [read_json(out / name / f"seed_{r.seed}" / RESULT_FILE) for r in runs]
         f1 = [round(100 * r.f1, 2) for r in runs]
         ensembles = ensemble_scores(load_stored(out, name)) or {}
         macro = [e.get("semeval_macro_f1") for e in extra]
@@ -179,9 +178,7 @@ def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
             "recipe": extra[0].get("recipe"),
             "commits": sorted({e.get("commit") or "unknown" for e in extra}),
         }
-    path = out / SUMMARY_FILE
-    write_text_atomic(path, json.dumps(summary, indent=1) + "\n")
-    return path
+    return write_json(out / SUMMARY_FILE, summary)
 
 
 def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Path | None:
@@ -189,7 +186,7 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
     curves: dict[str, list[list[float]]] = {}
     for name in variants:
         for result in sorted(Path(out).glob(f"{name}/seed_*/{RESULT_FILE}")):
-            curve = json.loads(result.read_text(encoding="utf-8")).get("dev_curve")
+            curve = read_json(result).get("dev_curve")
             if curve:
                 curves.setdefault(name, []).append(curve)
     if not curves:
@@ -213,8 +210,7 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_path(path, keep_suffix=True) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
-    os.replace(tmp, path)
     return path

@@ -14,6 +14,7 @@ from typing import Any
 
 from tacred.constants import NO_RELATION, TACRED_LABELS
 from tacred.errors import TacredError, read_text
+from tacred.io import JsonLinesError, jsonl_records, read_json
 
 
 def __getattr__(name: str) -> Any:
@@ -83,17 +84,42 @@ def score_counts(gold: Sequence[Label], pred: Sequence[Label], no_relation: Labe
     return counts
 
 
-def _prf(correct: int, guessed: int, gold: int, empty_precision: float = 1.0) -> tuple[float, float, float]:
-    precision = correct / guessed if guessed > 0 else empty_precision
-    recall = correct / gold if gold > 0 else 0.0
-    f1 = 2.0 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+def _where(condition: Any, value: Any, otherwise: Any) -> Any:
+    """``value if condition else otherwise``, elementwise for numpy arrays and torch tensors (imported only when
+    such arrays are passed: ``tacred score`` runs without them)."""
+    if isinstance(condition, bool):
+        return value if condition else otherwise
+    if type(condition).__module__.startswith("torch"):
+        import torch
+
+        return torch.where(condition, value, otherwise)
+    import numpy as np
+
+    return np.where(condition, value, otherwise)
+
+
+def _nonzero(count: Any) -> Any:
+    return count + (count == 0)  # 0 -> 1, anything else unchanged: a divisor whose quotient is then discarded
+
+
+def prf(correct: Any, guessed: Any, gold: Any, empty_precision: float = 1.0) -> tuple[Any, Any, Any]:
+    """P/R/F1 from counts with the official scorer's edge cases: P = ``empty_precision`` when nothing was guessed
+    (1.0 in TACRED's scorer, 0.0 in SemEval's), R = 0 without gold, F1 = 0 when P + R = 0.
+
+    The counts are numbers (floats come back), or numpy arrays or torch tensors of one shape (elementwise, e.g. a
+    whole threshold sweep at once, or a metric's counts on their device).
+    """
+    precision = _where(guessed > 0, correct / _nonzero(guessed), empty_precision)
+    recall = _where(gold > 0, correct / _nonzero(gold), 0.0)
+    denom = precision + recall
+    f1 = _where(denom > 0, 2 * precision * recall / _nonzero(denom), 0.0)
     return precision, recall, f1
 
 
 def micro_prf(counts: Counts) -> tuple[float, float, float]:
     """Micro P/R/F1: P = 1.0 when nothing was guessed, R = 0.0 without gold, F1 = 0.0 when P + R = 0."""
     total = (sum(counts.correct.values()), sum(counts.guessed.values()), sum(counts.gold.values()))
-    return _prf(*total)
+    return prf(*total)
 
 
 def score_from_counts(counts: Counts) -> Score:
@@ -101,7 +127,7 @@ def score_from_counts(counts: Counts) -> Score:
     rows = []
     for rel in sorted(set(counts.gold) | set(counts.guessed)):
         c, p, g = counts.correct[rel], counts.guessed[rel], counts.gold[rel]
-        rows.append(RelationScore(rel, *_prf(c, p, g), gold=g, guessed=p, correct=c))
+        rows.append(RelationScore(rel, *prf(c, p, g), gold=g, guessed=p, correct=c))
     return Score(*micro_prf(counts), relations=tuple(rows))
 
 
@@ -179,7 +205,7 @@ def semeval_macro_f1(gold: Sequence[str], pred: Sequence[str], other: str = NO_R
             counts.gold[g_type] += 1
             if g == p:
                 counts.correct[g_type] += 1
-    rows = tuple(RelationScore(t, *_prf(counts.correct[t], counts.guessed[t], counts.gold[t], 0.0),
+    rows = tuple(RelationScore(t, *prf(counts.correct[t], counts.guessed[t], counts.gold[t], 0.0),
                                gold=counts.gold[t], guessed=counts.guessed[t], correct=counts.correct[t])
                  for t in sorted(counts.gold))
     n = max(len(rows), 1)
@@ -237,19 +263,15 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
         lines = text.splitlines()
         while lines and not lines[-1].strip():
             lines.pop()  # trailing newlines carry no label
-        jsonl = bool(lines) and lines[0].lstrip().startswith("{")
-        for number, line in enumerate(lines, start=1):
-            where = f"line {number}"
-            if not jsonl:
-                records.append((*_text_record(line, path, where), where))
-            elif line.strip():
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise LabelFileError(f"{path}: {where}: invalid JSON: {err.msg}") from None
-                except RecursionError:
-                    raise LabelFileError(f"{path}: {where}: JSON nested too deeply") from None
-                records.append((*_record(obj, path, where), where))
+        if lines and lines[0].lstrip().startswith("{"):  # JSON Lines
+            try:  # a record is checked as it is read: the first problem in the file is the one reported
+                records = [(*_record(obj, path, f"line {number}"), f"line {number}")
+                           for number, obj in jsonl_records(lines)]
+            except JsonLinesError as err:
+                raise LabelFileError(f"{path}: {err}") from None
+        else:
+            records = [(*_text_record(line, path, f"line {number}"), f"line {number}")
+                       for number, line in enumerate(lines, start=1)]
     if not records:
         raise LabelFileError(f"{path}: no labels found")
     labels = [label for label, _, _ in records]
@@ -265,6 +287,35 @@ def read_labels(path: str | Path) -> tuple[list[str], list[str] | None]:
             raise LabelFileError(f"{path}: {where}: id {ident!r} repeats {seen[ident]}")
         seen[ident] = where
     return labels, ids
+
+
+def read_predictions_with_gold(path: str | Path) -> tuple[list[str], list[str]]:
+    """Gold and predicted labels from a predictions file that carries both (``test_predictions.jsonl``: a JSON
+    object with string ``relation`` and ``gold`` per line)."""
+    gold, pred = [], []
+    try:
+        for number, row in jsonl_records(Path(path).read_text(encoding="utf-8").splitlines()):
+            if not isinstance(row, dict) or not isinstance(row.get("relation"), str) or not isinstance(row.get("gold"), str):
+                raise LabelFileError(f"{path}: line {number}: needs string 'relation' and 'gold' fields "
+                                     f"(or pass --gold with the gold file)")
+            gold.append(row["gold"])
+            pred.append(row["relation"])
+    except JsonLinesError as err:
+        raise LabelFileError(f"{path}: {err}") from None
+    if not gold:
+        raise LabelFileError(f"{path}: no predictions found")
+    return gold, pred
+
+
+def read_score(path: str | Path) -> Score:
+    """A :class:`Score` back from the ``test_metrics.json`` that ``tacred test`` writes."""
+    try:
+        data = read_json(path)
+        rows = tuple(RelationScore(name, **{k: row[k] for k in ("precision", "recall", "f1", "gold", "guessed", "correct")})
+                     for name, row in sorted(data["relations"].items()))
+        return Score(float(data["precision"]), float(data["recall"]), float(data["f1"]), rows)
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
+        raise TacredError(f"{path}: not a score file written by tacred test (test_metrics.json): {err!r}") from None
 
 
 def label_set_of(gold: list[str], no_relation: str = NO_RELATION) -> tuple[set[str], str]:

@@ -16,6 +16,8 @@ import numpy as np
 import torch
 
 from tacred.errors import TacredError
+from tacred.io import read_json, write_json
+from tacred.scoring import prf
 
 RULE = "predict the best relation r* iff log p(r*) > log p(no_relation) + threshold, else no_relation"
 _TINY = 1e-300  # probabilities that underflowed to 0 get a finite log
@@ -103,10 +105,7 @@ def sweep(probs: Any, gold: Sequence[int] | np.ndarray | torch.Tensor, no_relati
         mid = m[:-1] + (m[1:] - m[:-1]) / 2
         cut[1:n] = np.where(mid > m[:-1], mid, m[1:])
         thresholds = -cut
-    precision = np.where(guessed > 0, correct / np.maximum(guessed, 1), 1.0)
-    recall = correct / total_gold if total_gold else np.zeros(n + 1)
-    denom = precision + recall
-    f1 = np.where(denom > 0, 2 * precision * recall / np.where(denom > 0, denom, 1.0), 0.0)
+    precision, recall, f1 = prf(correct, guessed, np.full(n + 1, total_gold))
     return Sweep(thresholds[keep], precision[keep], recall[keep], f1[keep], guessed[keep])
 
 
@@ -135,8 +134,7 @@ class TunedThreshold:
     def save(self, path: str | Path, **extra: Any) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({**self.to_dict(), **extra}, indent=1) + "\n", encoding="utf-8")
-        return path
+        return write_json(path, {**self.to_dict(), **extra})
 
 
 def micro_scores(pred: torch.Tensor | np.ndarray, gold: Any, no_relation_id: int) -> Scores:
@@ -145,10 +143,7 @@ def micro_scores(pred: torch.Tensor | np.ndarray, gold: Any, no_relation_id: int
     guessed = int((pred != no_relation_id).sum())
     correct = int(((pred == gold) & (pred != no_relation_id)).sum())
     total = int((gold != no_relation_id).sum())
-    precision = correct / guessed if guessed else 1.0
-    recall = correct / total if total else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-    return Scores(precision, recall, f1)
+    return Scores(*prf(correct, guessed, total))
 
 
 def tune_threshold(probs: Any, gold: Any, no_relation_id: int, target_precision: float | None = None) -> TunedThreshold:
@@ -212,7 +207,7 @@ def load_threshold(source: float | int | str | Path) -> float:
         if not path.is_file():
             raise ThresholdError(f"no_relation threshold: not a number and no such file: {path}")
         try:
-            value = json.loads(path.read_text(encoding="utf-8")).get("no_relation_threshold")
+            value = read_json(path).get("no_relation_threshold")
         except (json.JSONDecodeError, AttributeError) as err:
             raise ThresholdError(f"{path}: not a threshold file written by 'tacred threshold tune' ({err})") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -139,7 +139,7 @@ def test_predict_sentences_takes_the_options_of_predict_and_keeps_earlier_output
                                                                                      monkeypatch, nlp):
     import io
 
-    from tacred.predict_raw import main
+    from tacred.commands.predict_raw import main
 
     argv = ["--ckpt_path", str(checkpoint), "--sentences", "-", "--num_threads", "1",
             "--model.no_relation_threshold", "50", "--data.batch_size", "8", "--run_dir", str(tmp_path)]

@@ -23,8 +23,8 @@ from tacred.data.patch import (
     apply_patch,
     label_set,
     load_patch,
-    load_split,
     read_patch,
+    read_split,
     write_split,
 )
 
@@ -188,10 +188,10 @@ def test_unknown_mode_is_rejected(data: list[dict[str, Any]]) -> None:
 def test_split_round_trip_and_malformed_split(tmp_path: Path, data: list[dict[str, Any]]) -> None:
     write_split(tmp_path / "sub" / "out.json", data)
     assert (tmp_path / "sub" / "out.json").read_text(encoding="utf-8") == json.dumps(data)
-    assert load_split(tmp_path / "sub" / "out.json") == data
+    assert read_split(tmp_path / "sub" / "out.json") == data
     bad = write(tmp_path / "bad.json", {"id": "a1"})
     with pytest.raises(PatchError, match="bad.json: expected a JSON list of examples"):
-        load_split(bad)
+        read_split(bad)
 
 
 # ---- the command -------------------------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_real_sample_no_op_patch_reproduces_the_data(tmp_path: Path) -> None:
     dev = SAMPLE / "dev.json"
     if not dev.exists():
         pytest.skip(f"TACRED sample not found at {dev}")
-    records = load_split(dev)
+    records = read_split(dev)
     patch = write(tmp_path / "p.json", [{"id": ex["id"], "relation": ex["relation"]} for ex in records[:5]])
     out = tmp_path / "dev_rev.json"
     assert main([str(dev), str(patch), str(out), "--mode", "tacrev"]) == 0

@@ -29,9 +29,9 @@ from tacred.ablation import (
     trainable_parameters,
     write_result,
     write_tables,
-    write_text_atomic,
 )
 from tacred.errors import OneLineParser, report
+from tacred.io import write_json
 
 HELP = "train and test each ablation variant over several seeds and tabulate P/R/F1 (the paper's Table 3)"
 EPILOG = """\
@@ -129,7 +129,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
             raise _failed(variant, seed, "fit", run / "fit.log")
         fit_info = {"seconds": time.perf_counter() - start, "resumed": resumed, "command": cmd,
                     "commit": git_commit()}
-        write_text_atomic(done, json.dumps(fit_info, indent=1) + "\n")
+        write_json(done, fit_info)
     commands.append(fit_info["command"])
     checkpoint = run / "checkpoints" / f"{args.checkpoint}.ckpt"
     if not checkpoint.is_file():

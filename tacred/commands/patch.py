@@ -15,8 +15,8 @@ from tacred.data.patch import (
     PatchResult,
     apply_patch,
     check_mode,
-    load_split,
     read_patch,
+    read_split,
     write_split,
 )
 from tacred.errors import OneLineParser, report
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         patch_file = read_patch(args.patch)
         mode = args.mode or patch_file.layout
         check_mode(patch_file, mode, args.patch)
-        examples = load_split(args.data)
+        examples = read_split(args.data)
         result = apply_patch(
             examples, patch_file.labels, source=str(args.patch), mode=mode, data_source=str(args.data)
         )

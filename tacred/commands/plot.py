@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -65,41 +64,6 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80] or "example"
 
 
-def _predictions_from_file(path: str, gold_path: str | None) -> tuple[list[str], list[str]]:
-    from tacred.scoring import LabelFileError, read_aligned
-
-    if gold_path is not None:
-        return read_aligned(gold_path, path)
-    gold, pred = [], []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise LabelFileError(f"{path}: line {number}: invalid JSON: {err.msg}") from None
-        if not isinstance(row, dict) or not isinstance(row.get("relation"), str) or not isinstance(row.get("gold"), str):
-            raise LabelFileError(f"{path}: line {number}: needs string 'relation' and 'gold' fields "
-                                 f"(or pass --gold with the gold file)")
-        gold.append(row["gold"])
-        pred.append(row["relation"])
-    if not gold:
-        raise LabelFileError(f"{path}: no predictions found")
-    return gold, pred
-
-
-def _score_from_json(path: str) -> Any:
-    from tacred.scoring import RelationScore, Score
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        rows = tuple(RelationScore(name, **{k: row[k] for k in ("precision", "recall", "f1", "gold", "guessed", "correct")})
-                     for name, row in sorted(data["relations"].items()))
-        return Score(float(data["precision"]), float(data["recall"]), float(data["f1"]), rows)
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
-        raise TacredError(f"{path}: not a score file written by tacred test (test_metrics.json): {err!r}") from None
-
-
 def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
     from tacred.inspection import load_split, predict_split, run_folder
 
@@ -111,6 +75,7 @@ def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
 def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     """Build the requested figure; return it with its default output path."""
     from tacred import inspection, plots
+    from tacred.scoring import read_aligned, read_predictions_with_gold, read_score, score
     from tacred.threshold import load_threshold, micro_scores, sweep
 
     threshold = load_threshold(args.threshold) if getattr(args, "threshold", None) is not None else None
@@ -149,11 +114,12 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
         raise TacredError(f"give exactly one of {options}")
     if args.kind == "relations" and args.scores is not None:
         scores = Path(args.scores)
-        return plots.relation_scores_figure(_score_from_json(args.scores)), scores.parent / "plots" / f"relations_{scores.stem}.png"
+        return plots.relation_scores_figure(read_score(args.scores)), scores.parent / "plots" / f"relations_{scores.stem}.png"
     if args.predictions is not None:
         if threshold is not None:
             raise TacredError("--threshold needs --ckpt_path (stored predictions hold no probabilities)")
-        gold, pred = _predictions_from_file(args.predictions, args.gold)
+        gold, pred = (read_aligned(args.gold, args.predictions) if args.gold is not None
+                      else read_predictions_with_gold(args.predictions))
         folder, name, no_relation = Path(args.predictions).parent / "plots", Path(args.predictions).stem, "no_relation"
     else:
         _, _, result, folder, name = _run_model(args)
@@ -161,8 +127,6 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
         no_relation = result.labels[result.no_relation_id]
     if args.kind == "confusion":
         return plots.confusion_figure(gold, pred, no_relation), folder / f"confusion_{name}.png"
-    from tacred.scoring import score
-
     return plots.relation_scores_figure(score(gold, pred, no_relation)), folder / f"relations_{name}.png"
 
 

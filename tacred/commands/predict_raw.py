@@ -112,6 +112,7 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str) -> int:
     from tacred.checkpoints import CheckpointError
     from tacred.data.annotate import AnnotationError, annotate_marked, annotate_offsets
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.io import prediction_record, write_jsonl
     from tacred.models.module import RelationExtractor
     from tacred.threshold import ThresholdError, apply_threshold, load_threshold
 
@@ -137,9 +138,8 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str) -> int:
     for ex, row, best in zip(examples, probs.tolist(), decided, strict=True):
         subj = " ".join(ex["token"][ex["subj_start"] : ex["subj_end"] + 1])
         obj = " ".join(ex["token"][ex["obj_start"] : ex["obj_end"] + 1])
-        records.append({"id": ex["id"], "subject": subj, "object": obj, "relation": labels[best],
-                        "probability": round(row[best], 6),
-                        "probabilities": {lab: round(p, 6) for lab, p in zip(labels, row, strict=True)}})
+        records.append(prediction_record(ex["id"], labels, row, best, context={"subject": subj, "object": obj},
+                                         every_label=True))
     for rec in records:
         if args.output == "jsonl":
             print(json.dumps(rec))
@@ -150,6 +150,6 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str) -> int:
 
         [path] = fresh_names(Path(args.out_dir), ["predictions.jsonl"], args.overwrite)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(rec) + "\n" for rec in records), encoding="utf-8")
+        write_jsonl(path, records)
         print(f"predictions: {path}", file=sys.stderr)
     return 0

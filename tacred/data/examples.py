@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.errors import TacredError, read_text
+from tacred.io import JsonLinesError, jsonl_records
 
 log = logging.getLogger(__name__)
 
@@ -179,15 +180,11 @@ def _read_json_plain(path: Path) -> list[Any]:
             except json.JSONDecodeError as err:
                 raise DataFormatError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
             return data
-        records = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise DataFormatError(f"{path}: invalid JSON Lines record at line {lineno}: {err.msg}") from None
-        return records
+        return [record for _, record in jsonl_records(text.splitlines())]
+    except JsonLinesError as err:
+        if err.too_deep:
+            raise DataFormatError(f"{path}: JSON nested too deeply to be TACRED data") from None
+        raise DataFormatError(f"{path}: invalid JSON Lines record at line {err.line}: {err.msg}") from None
     except RecursionError:
         raise DataFormatError(f"{path}: JSON nested too deeply to be TACRED data") from None
 

@@ -12,7 +12,6 @@ import io
 import json
 import logging
 import os
-import tempfile
 import time
 import zipfile
 import zlib
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from tacred.errors import TacredError
+from tacred.io import atomic_path
 
 logger = logging.getLogger("tacred.data.glove")
 
@@ -316,16 +316,10 @@ def _save_cache(cache_file: Path, key: str, matrix: EmbeddingMatrix) -> None:
         "key": key, "vectors": matrix.vectors, "found": matrix.found,
         "coverage": matrix.coverage, "missing": matrix.missing,
     }
-    tmp_name = None
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=cache_file.parent, prefix=cache_file.name, suffix=".tmp", delete=False) as tmp:
-            tmp_name = tmp.name
+        with atomic_path(cache_file) as tmp:  # readers see the old file or the whole new one
             torch.save(data, tmp)
-        os.replace(tmp_name, cache_file)  # atomic: readers see the old file or the whole new one
         logger.info("GloVe matrix cached at %s", cache_file)
     except OSError as error:
         logger.warning("could not write GloVe cache %s: %s", cache_file, error)
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tacred.data.spacy_pipeline import load_spacy, model_id
+from tacred.io import read_json, write_json
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -69,19 +69,12 @@ def lemmatize(
     path = folder / f"{cache_key(tokens_list, model_id(nlp))}.json"
     if path.is_file():
         try:
-            cached = json.loads(path.read_text(encoding="utf-8"))
+            cached = read_json(path)
         except (OSError, json.JSONDecodeError):
             cached = None
         if isinstance(cached, list) and [len(c) for c in cached] == [len(t) for t in tokens_list]:
             return cached
     lemmas = _lemmatize(tokens_list, nlp, batch_size)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{path.name}.{uuid.uuid4().hex}.tmp"  # unique per writer; renamed atomically
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(lemmas, f, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_json(path, lemmas, indent=None, ensure_ascii=False, newline=False)
     return lemmas

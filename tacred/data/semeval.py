@@ -6,12 +6,9 @@
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
 import time
-import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +19,7 @@ from tacred.constants import NO_RELATION
 from tacred.data.annotate import MarkerError, parse_markers
 from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
 from tacred.errors import TacredError, read_text
+from tacred.io import write_json
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -162,16 +160,7 @@ def check_release(src_dir: str | Path, dev_size: int = 1500) -> None:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temporary file in the same folder, then rename)."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")  # open() keeps the umask's permissions
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_json(path, data, indent=None, ensure_ascii=False)
 
 
 def write_release(

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tacred.ablation import write_text_atomic
+from tacred.io import write_json, write_text_atomic
 from tacred.tuning.space import SearchSpace, TuneError, nested
 
 STUDY_FILES = ("best.yaml", "trials.csv", "summary.md", "trials.json")
@@ -137,5 +137,5 @@ def write_study_files(study: Any, space: SearchSpace, space_path: str, out: Path
         write_text_atomic(paths[0], header + yaml.safe_dump(nested({**space.fixed, **best.params}), sort_keys=False))
     write_text_atomic(paths[1], render_trials_csv(rows, names))
     write_text_atomic(paths[2], render_summary(study, space, space_path, rows))
-    write_text_atomic(paths[3], json.dumps(export_trials(study), indent=1) + "\n")
+    write_json(paths[3], export_trials(study))
     return [p for p in paths if p.exists()]

@@ -1,0 +1,106 @@
+"""Files the way every part of tacred writes and reads them: atomic writes, JSON and JSON Lines, the prediction
+records of ``*predictions*.jsonl`` and the rows of a run's ``metrics.csv``. No torch here: ``tacred score`` uses it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+@contextmanager
+def atomic_path(path: str | Path, keep_suffix: bool = False) -> Iterator[Path]:
+    """A temporary name beside ``path`` to write to, renamed over ``path`` when the block ends and removed when it
+    fails: readers, parallel writers and an interrupted run see the old file or the whole new one, never half.
+
+    ``keep_suffix`` ends the temporary name with ``path``'s suffix (for writers that pick a format by it, such as
+    ``savefig`` or ``np.savez``); otherwise it ends in ``.tmp``.
+    """
+    path = Path(path)
+    unique = uuid.uuid4().hex  # unique per writer, also across processes that share a pid namespace
+    name = f".{path.stem}.{unique}.tmp{path.suffix}" if keep_suffix else f".{path.name}.{unique}.tmp"
+    tmp = path.with_name(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(path: str | Path, data: Any, indent: int | None = 1, ensure_ascii: bool = True,
+               newline: bool = True) -> Path:
+    """``json.dumps(data)`` (with a final newline unless ``newline=False``) written atomically."""
+    return write_text_atomic(path, json.dumps(data, indent=indent, ensure_ascii=ensure_ascii) + ("\n" if newline else ""))
+
+
+def read_json(path: str | Path, **loads: Any) -> Any:
+    """A UTF-8 JSON file tacred wrote itself (``json.JSONDecodeError`` and ``UnicodeDecodeError`` are the caller's);
+    ``loads`` goes to ``json.loads`` (e.g. ``object_pairs_hook``). User inputs go through :func:`tacred.errors.read_text`."""
+    return json.loads(Path(path).read_text(encoding="utf-8"), **loads)
+
+
+class JsonLinesError(ValueError):
+    """A line of a JSON Lines text that is not JSON (``too_deep``: nested beyond Python's recursion limit);
+    ``line`` counts from 1, ``msg`` is json's message."""
+
+    def __init__(self, line: int, msg: str, too_deep: bool = False) -> None:
+        super().__init__(f"line {line}: " + ("JSON nested too deeply" if too_deep else f"invalid JSON: {msg}"))
+        self.line, self.msg, self.too_deep = line, msg, too_deep
+
+
+def jsonl_records(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for every line that is not blank; a line that is not JSON raises
+    :class:`JsonLinesError` with its number."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise JsonLinesError(number, err.msg) from None
+        except RecursionError:
+            raise JsonLinesError(number, "nested too deeply", too_deep=True) from None
+        yield number, record
+
+
+def write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -> Path:
+    """One JSON object per line, written atomically."""
+    return write_text_atomic(path, "".join(json.dumps(record) + "\n" for record in records))
+
+
+def prediction_record(ident: str, labels: Sequence[str], probs: Sequence[float], best: int, *,
+                      context: Mapping[str, Any] | None = None, gold: str | None = None,
+                      every_label: bool = False) -> dict[str, Any]:
+    """One line of a predictions file: ``id``, ``context`` (e.g. subject and object), ``relation``, ``gold`` (when
+    known), the ``probability`` of the prediction and, with ``every_label``, every label's ``probabilities``
+    (rounded to 6 decimals). ``probs`` is the example's row over ``labels``; ``best`` the predicted label id."""
+    row = probs.tolist() if hasattr(probs, "tolist") else [float(p) for p in probs]  # a tensor's or array's row
+    record: dict[str, Any] = {"id": ident, **(context or {}), "relation": labels[best]}
+    if gold is not None:
+        record["gold"] = gold
+    record["probability"] = round(row[best], 6)
+    if every_label:
+        record["probabilities"] = {label: round(p, 6) for label, p in zip(labels, row, strict=True)}
+    return record
+
+
+def read_csv_rows(path: str | Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and the rows of a CSV file such as a run's ``metrics.csv`` (row ``i`` is line ``i + 2``)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
