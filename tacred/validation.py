@@ -58,6 +58,12 @@ def check_network(values: Mapping[str, Any], prefix: str = "") -> None:
         gaussian = values["gaussian_heads"]
         _require(_number(gaussian) and 0 <= gaussian <= heads, prefix + "gaussian_heads", gaussian,
                  f"must be between 0 and num_heads ({heads})")
+    for option in ("attention_bias", "attention_conv"):  # names of registered attention variants
+        if option in values:
+            from tacred.models.attention import check_names
+
+            problem = check_names(option, values[option])
+            _require(problem is None, prefix + option, values[option], problem or "")
 
 
 def check_module(values: Mapping[str, Any], prefix: str = "") -> None:

@@ -1,5 +1,6 @@
 """Tests of the attention variants: exact equivalences with the plain core, reference formulas, and one contract
-test (shapes, no weight on padding, finite values, gradient flow, padding invariance) run over every variant."""
+test (shapes, no weight on padding, finite values, gradient flow, padding invariance) run over every registered
+variant (:func:`tacred.models.attention.variants`) and a few combinations."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import torch
 import yaml
 
 from tacred.data.batching import Batch
-from tacred.models.attention.core import MultiHeadSelfAttention
-from tacred.models.attention.factory import build_attention
+from tacred.models.attention import MultiHeadSelfAttention, build_attention, choices, variants
 from tacred.models.config import NetworkConfig
 from tacred.models.network import RelationNetwork
 
@@ -22,20 +22,17 @@ DH = D // H
 REPO = Path(__file__).resolve().parents[1]
 CORE_PARAMS = ("query.", "key.", "value.", "output.")
 
-# Attention-level variants: NetworkConfig overrides on top of a bare core (no position term).
+# Attention-level variants: NetworkConfig overrides on top of a bare core (no position term). Every registered
+# variant on its own (small tables: t = 4 positions, Shaw clip 2), then combinations and options.
+SMALL_TABLES = {"max_relative_distance": 3, "shaw_clip": 2}
+REGISTERED: dict[str, dict[str, Any]] = {v.name: {**v.enabling(), **SMALL_TABLES} for v in variants()}
 VARIANTS: dict[str, dict[str, Any]] = {
     "plain": {},
-    "relative": {"position_encoding": "relative"},
+    **REGISTERED,
     "relative_shared": {"position_encoding": "relative", "relpos_query": "shared"},
-    "shaw": {"attention_bias": ["shaw"], "shaw_clip": 2},
     "shaw_keys_only": {"attention_bias": ["shaw"], "shaw_clip": 2, "shaw_values": False},
-    "san_p": {"attention_bias": ["absolute_scalars"], "max_relative_distance": 3},
-    "san_r": {"attention_bias": ["relative_scalars"], "max_relative_distance": 3},
     "san_pr": {"attention_bias": ["absolute_scalars", "relative_scalars"], "max_relative_distance": 3},
-    "learned_temperature": {"learned_temperature": True},
-    "conv_1d": {"attention_conv": "1d", "max_relative_distance": 3},
-    "conv_2d": {"attention_conv": "2d"},
-    "gaussian_heads": {"gaussian_heads": 1, "position_encoding": "relative"},
+    "gaussian_with_relative": {"gaussian_heads": 1, "position_encoding": "relative"},
     "gaussian_all_heads": {"gaussian_heads": H},
     "everything": {"position_encoding": "relative", "attention_bias": ["shaw", "absolute_scalars", "relative_scalars"],
                    "learned_temperature": True, "attention_conv": "2d", "gaussian_heads": 1,
@@ -75,7 +72,7 @@ def heads(t: torch.Tensor) -> torch.Tensor:
 
 
 # -- exact equivalences at initialisation -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["shaw", "san_p", "san_r", "san_pr", "learned_temperature", "conv_1d", "conv_2d"])
+@pytest.mark.parametrize("name", [v.name for v in variants() if v.starts_as_plain] + ["san_pr", "shaw_keys_only"])
 def test_variant_starts_as_the_plain_core(name: str) -> None:
     """Zero Shaw vectors, zero SAN scalars, γ = 1 and identity kernels give exactly the plain attention."""
     plain, variant = make({}), make(VARIANTS[name], seed=5)
@@ -157,7 +154,7 @@ def test_conv_1d_uses_one_filter_per_query_row() -> None:
 
 def test_gaussian_head_weights_follow_the_formula_whatever_the_content() -> None:
     """Head 0 weights j by exp(−(j/N − μ_i)² / (2σ_i² + ε)) over the N real tokens; keys' content is irrelevant."""
-    att = make(VARIANTS["gaussian_heads"])
+    att = make(VARIANTS["gaussian_with_relative"])
     perturb(att)
     x, pad = inputs(b=1, n=7, lengths=(5,))
     weights = att(x, pad)[1][0, 0]  # (T, T)
@@ -175,10 +172,52 @@ def test_gaussian_head_weights_follow_the_formula_whatever_the_content() -> None
 def test_invalid_variant_settings_are_rejected() -> None:
     for bad, message in (({"gaussian_heads": H + 1}, "gaussian_heads"),
                          ({"attention_bias": ["shaw", "shaw"]}, "distinct"),
-                         ({"attention_bias": ["rotary"]}, "attention_bias"),
+                         ({"attention_bias": ["rotary"]}, "attention_bias ['rotary']: unknown attention variant "
+                                                          "'rotary'; known: shaw, absolute_scalars, relative_scalars"),
+                         ({"attention_conv": "3d"}, "attention_conv '3d': unknown value; known: none, 1d, 2d"),
                          ({"shaw_clip": 0, "attention_bias": ["shaw"]}, "shaw_clip")):
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
             make(bad)
+
+
+# -- the registry ------------------------------------------------------------------------------------------------
+def test_registry_names_options_and_ablation_rows() -> None:
+    """Each variant has a unique build order, a config that switches it on, and a configs/ablations file per row."""
+    registered = variants()
+    assert len({v.order for v in registered}) == len(registered)
+    assert choices("attention_bias") == ["shaw", "absolute_scalars", "relative_scalars"]
+    assert choices("attention_conv") == ["none", "1d", "2d"]
+    rows = {p.stem for p in (REPO / "configs" / "ablations").glob("*.yaml")}
+    for variant in registered:
+        assert variant.selected(NetworkConfig(**{**variant.enabling(), "num_heads": H, "word_dim": 24, "pos_dim": 6,
+                                                 "ner_dim": 6})), variant.name
+        assert set(variant.ablations) <= rows, variant.name
+        assert variant.summary, variant.name
+
+
+def test_a_new_variant_registers_itself_and_is_built_in_order() -> None:
+    """What a new variant file does: one decorated builder; the config accepts its name, the core gets its hook."""
+    from tacred.models.attention import VARIANTS, register
+
+    class ZeroBias(torch.nn.Module):
+        def forward(self, inputs: Any) -> torch.Tensor:
+            return torch.zeros(1, H, inputs.length, inputs.length)
+
+    @register("zero_bias_for_test", option="attention_bias", order=35)
+    def add_zero_bias(parts: Any, cfg: NetworkConfig) -> None:
+        """A bias of zeros."""
+        parts.biases.append(ZeroBias())
+
+    try:
+        assert "zero_bias_for_test" in choices("attention_bias")
+        att = make({"attention_bias": ["zero_bias_for_test", "shaw"], "shaw_clip": 2})
+        assert [type(b).__name__ for b in att.biases] == ["ShawRelativeKeys", "ZeroBias"]  # build order, not list order
+        with pytest.raises(ValueError, match="already taken by 'relative_scalars'"):
+            register("clash_for_test", option="attention_bias", order=30)(add_zero_bias)
+    finally:
+        VARIANTS.pop("zero_bias_for_test", None)
+    with pytest.raises(ValueError, match="unknown attention variant 'zero_bias_for_test'"):
+        make({"attention_bias": ["zero_bias_for_test"]})
 
 
 # -- the contract every variant keeps ---------------------------------------------------------------------------

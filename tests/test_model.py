@@ -11,8 +11,9 @@ from tacred.data.batching import Batch
 from tacred.models.attention.core import AttentionInputs
 from tacred.models.attention.relative import RelativePositionScores
 from tacred.models.config import NetworkConfig
-from tacred.models.encoder import EncoderLayer, MaskedBatchNorm
+from tacred.models.encoder import EncoderLayer
 from tacred.models.network import RelationNetwork
+from tacred.models.norm import MaskedBatchNorm
 
 SMALL = dict(word_dim=24, pos_dim=6, ner_dim=6, position_dim=5, num_heads=3, ffn_dim=13, attention_dim=11,
              lstm_hidden=10, max_relative_distance=8)

@@ -13,7 +13,8 @@ class NetworkConfig:
     Encoder: ``self_attention`` (the paper), ``lstm`` (Zhang's LSTM / PA-LSTM baselines) or
     ``lstm_self_attention`` (Table 3: the LSTM gives h_i, the self-attention encoder gives the query).
     ``position_aware=False`` classifies the sentence summary directly (Table 3 "without the PA layer").
-    Attention variants (``attention_bias`` etc.) are listed in :mod:`tacred.models.attention`.
+    Attention variants register themselves in :mod:`tacred.models.attention` (``tacred.models.attention.variants()``
+    lists them); ``attention_bias`` and ``attention_conv`` are checked against that registry.
     """
 
     # inputs
@@ -37,15 +38,16 @@ class NetworkConfig:
     init: Literal["kaiming", "xavier"] = "kaiming"
     position_encoding: Literal["relative", "sinusoidal", "none"] = "relative"
     relpos_query: Literal["separate", "shared"] = "separate"
-    # related-work attention variants (tacred.models.attention.factory): extra logit terms ``shaw`` (Shaw et al.
-    # 2018, clip ``shaw_clip``, relative values if ``shaw_values``), ``absolute_scalars`` (Dufter et al.'s SAN+P)
-    # and ``relative_scalars`` (SAN+R), both sized by ``max_relative_distance``; γ-scaled q/k/v; a convolution
-    # over the attention matrix; ``gaussian_heads`` of the heads attend by Gaussian position only (Dagan 2019).
-    attention_bias: list[Literal["shaw", "absolute_scalars", "relative_scalars"]] | None = None
+    # related-work attention variants (one file each in tacred/models/attention/): extra logit terms ``shaw``
+    # (Shaw et al. 2018, clip ``shaw_clip``, relative values if ``shaw_values``), ``absolute_scalars`` (Dufter et
+    # al.'s SAN+P) and ``relative_scalars`` (SAN+R), both sized by ``max_relative_distance``; γ-scaled q/k/v; a
+    # convolution over the attention matrix (``1d``, ``2d``); ``gaussian_heads`` of the heads attend by Gaussian
+    # position only (Dagan 2019). The names in attention_bias and attention_conv are the registry's.
+    attention_bias: list[str] | None = None
     shaw_clip: int = 16
     shaw_values: bool = True
     learned_temperature: bool = False
-    attention_conv: Literal["none", "1d", "2d"] = "none"
+    attention_conv: str = "none"
     gaussian_heads: int = 0
     # LSTM baselines
     lstm_hidden: int = 200

@@ -1,78 +1,48 @@
-"""The self-attention encoder layer (Bilan & Roth, 2018; structure of Roth et al., 2018).
+"""The self-attention encoder (Bilan & Roth, 2018; block structure of Roth et al., 2018) and the encoder interface.
 
-Default: attention → dropout → norm, then feed-forward → dropout → norm over (ffn + block input): a single
-residual from the block's input to its last norm, batch norm over real tokens, RReLU. ``residual="double"``
-is the Transformer's two residual connections.
+The paper's block: attention → dropout → norm → feed-forward → dropout → norm over (ffn + block input), i.e. ONE
+residual, from the block's input to its last norm; batch norm over real tokens; RReLU; Kaiming initialisation.
+``residual: double`` is the Transformer's block instead (a residual + norm around each sub-block, Table 3).
+The LSTM encoders (:mod:`tacred.models.lstm`) implement the same :class:`SentenceEncoder` interface.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from tacred.models.attention import MultiHeadSelfAttention
+from tacred.models.attention import MultiHeadSelfAttention, build_attention
 from tacred.models.config import NetworkConfig
 from tacred.models.dropout import Dropout
+from tacred.models.initialisation import init_linear
+from tacred.models.norm import MaskedBatchNorm, MaskedLayerNorm, make_norm
+
+__all__ = ["Encoded", "EncoderLayer", "MaskedBatchNorm", "MaskedLayerNorm", "PositionwiseFeedForward",
+           "SelfAttentionEncoder", "SentenceEncoder", "masked_max"]
 
 
-class MaskedBatchNorm(nn.Module):
-    """BatchNorm over the real tokens of (B, T, D) input: padding neither enters the statistics nor the output.
+@dataclass
+class Encoded:
+    """What an encoder gives the position-aware layer: token states h and a sentence query q."""
 
-    Three forms of the same maths: in evaluation every token is normalised with the running statistics and
-    padding is zeroed (per element, so bit-identical to normalising the real tokens alone); in eager training
-    the real tokens are gathered (boolean indexing: exactly ``nn.BatchNorm1d`` over them); under
-    ``torch.compile`` the statistics are masked sums, because boolean indexing has a data-dependent shape
-    that breaks the graph.
-    """
-
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.norm = nn.BatchNorm1d(dim)
-
-    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-        b, n, d = x.shape
-        if not self.training and self.norm.track_running_stats:
-            out = self.norm(x.reshape(b * n, d)).view(b, n, d)
-            return out.masked_fill(pad_mask[:, :, None], 0.0)
-        if torch.compiler.is_compiling():
-            return self._masked_statistics(x, pad_mask)
-        real = ~pad_mask  # (B, T)
-        out = torch.zeros_like(x)
-        out[real] = self.norm(x[real])  # (N_real, D)
-        return out
-
-    def _masked_statistics(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-        """Training-mode batch norm with the statistics of the real tokens as masked sums: (B, T, D) → (B, T, D)."""
-        norm = self.norm
-        keep = (~pad_mask)[:, :, None].to(x.dtype)  # (B, T, 1)
-        count = keep.sum()
-        mean = (x * keep).sum(dim=(0, 1)) / count  # (D,)
-        centred = (x - mean) * keep  # (B, T, D), zero at padding
-        var = (centred * centred).sum(dim=(0, 1)) / count  # biased, as batch norm normalises
-        if norm.track_running_stats and norm.running_mean is not None and norm.running_var is not None:
-            with torch.no_grad():
-                norm.num_batches_tracked.add_(1)
-                momentum = norm.momentum if norm.momentum is not None else 1.0 / float(norm.num_batches_tracked)
-                norm.running_mean.lerp_(mean.detach().to(norm.running_mean.dtype), momentum)
-                unbiased = var.detach() * count / (count - 1).clamp(min=1)
-                norm.running_var.lerp_(unbiased.to(norm.running_var.dtype), momentum)
-        out = centred * torch.rsqrt(var + norm.eps)
-        if norm.affine:
-            out = out * norm.weight + norm.bias
-        return out * keep
+    states: torch.Tensor  # (B, T, S), zero-padded
+    query: torch.Tensor  # (B, Q)
+    self_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, T); empty for an LSTM
 
 
-class MaskedLayerNorm(nn.LayerNorm):
-    """LayerNorm with the same call signature as :class:`MaskedBatchNorm` (per token, so padding is irrelevant)."""
+class SentenceEncoder(nn.Module):
+    """Interface: ``forward(x (B, T, D), pad_mask (B, T), True at padding) -> Encoded``; ``state_dim`` = S and
+    ``query_dim`` = Q size the layers above it."""
 
-    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        return super().forward(x)
+    state_dim: int
+    query_dim: int
 
 
-def make_norm(kind: str, dim: int) -> nn.Module:
-    return MaskedBatchNorm(dim) if kind == "batch" else MaskedLayerNorm(dim)
+def masked_max(x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+    """Max over real tokens: (B, T, D) → (B, D)."""
+    return x.masked_fill(pad_mask[:, :, None], float("-inf")).amax(dim=1)  # amax: no argmax indices to keep
 
 
 def make_activation(kind: str) -> nn.Module:
@@ -88,8 +58,12 @@ class PositionwiseFeedForward(nn.Module):
         self.activation = make_activation(activation)
         self.outer = nn.Linear(hidden, d_model)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        init_linear(self.inner, init)
+        init_linear(self.outer, init)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.outer(self.activation(self.inner(x)))
+        return self.outer(self.activation(self.inner(x)))  # (B, T, D)
 
 
 class EncoderLayer(nn.Module):
@@ -97,57 +71,57 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, cfg: NetworkConfig) -> None:
         super().__init__()
-        from tacred.models.attention.factory import build_attention
-
         self.attention: MultiHeadSelfAttention = build_attention(d_model, cfg)
         self.ffn = PositionwiseFeedForward(d_model, cfg.ffn_dim, cfg.activation)
         self.norm1 = make_norm(cfg.norm, d_model)
         self.norm2 = make_norm(cfg.norm, d_model)
         self.dropout = Dropout(cfg.dropout)
-        self.double_residual = cfg.residual == "double"
+        self.residual = cfg.residual
+
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        self.attention.reset_parameters(init)
+        self.ffn.reset_parameters(init)
 
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(x, pad_mask)
-        attended = self.dropout(attended)
-        h = self.norm1(attended + x if self.double_residual else attended, pad_mask)
-        ff = self.dropout(self.ffn(h))
-        out = self.norm2(ff + (h if self.double_residual else x), pad_mask)
+        if self.residual == "double":
+            return self.forward_double_residual(x, pad_mask)
+        attended, weights = self.attention(x, pad_mask)  # (B, T, D), (B, H, T, T)
+        h = self.norm1(self.dropout(attended), pad_mask)  # (B, T, D): no residual around the attention
+        ff = self.dropout(self.ffn(h))  # (B, T, D)
+        out = self.norm2(ff + x, pad_mask)  # (B, T, D): the one residual, from the block's input x to the last norm
+        return out, weights
+
+    def forward_double_residual(self, x: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Transformer's block (Table 3, "default residual"): residual + norm around attention, then around ffn."""
+        attended, weights = self.attention(x, pad_mask)  # (B, T, D), (B, H, T, T)
+        h = self.norm1(self.dropout(attended) + x, pad_mask)  # (B, T, D): first residual
+        ff = self.dropout(self.ffn(h))  # (B, T, D)
+        out = self.norm2(ff + h, pad_mask)  # (B, T, D): second residual
         return out, weights
 
 
-class SelfAttentionEncoder(nn.Module):
-    """A stack of :class:`EncoderLayer` (the paper uses one)."""
+class SelfAttentionEncoder(SentenceEncoder):
+    """A stack of :class:`EncoderLayer` (the paper uses one), dropout on its output; the query is the max-pool."""
 
     def __init__(self, d_model: int, cfg: NetworkConfig) -> None:
         super().__init__()
+        self.state_dim = self.query_dim = d_model
+        self.init = cfg.init
         self.layers = nn.ModuleList(EncoderLayer(d_model, cfg) for _ in range(cfg.num_layers))
-        init_linear_layers(self, cfg.init)
+        self.output_dropout = Dropout(cfg.dropout)
+        # Reset once every layer is built, not inside each layer: this keeps the order of random draws (every
+        # module's default init, then the Kaiming/Xavier draws) that seeded runs and recorded numbers rely on.
+        self.reset_parameters()
 
-    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def reset_parameters(self) -> None:
+        """Kaiming (the paper) or Xavier projections, zero biases; each variant hook's own start."""
+        for layer in self.layers:
+            layer.reset_parameters(self.init)
+
+    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> Encoded:
         weights = []
         for layer in self.layers:
-            x, w = layer(x, pad_mask)
+            x, w = layer(x, pad_mask)  # (B, T, D), (B, H, T, T)
             weights.append(w)
-        return x, weights
-
-
-def init_linear_layers(module: nn.Module, scheme: str) -> None:
-    """Kaiming (the paper) or Xavier initialisation of every Linear weight; biases start at zero."""
-    for sub in module.modules():
-        if isinstance(sub, nn.Linear):
-            if scheme == "kaiming":
-                nn.init.kaiming_normal_(sub.weight, nonlinearity="relu")
-            else:
-                nn.init.xavier_normal_(sub.weight)
-            if sub.bias is not None:
-                nn.init.zeros_(sub.bias)
-
-
-def sinusoidal_encoding(length: int, dim: int, device: torch.device) -> torch.Tensor:
-    """(T, D) absolute sinusoidal position encodings (Vaswani et al., 2017), for the Table 3 ablation."""
-    pos = torch.arange(length, device=device, dtype=torch.float32)[:, None]
-    rates = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim))
-    table = torch.zeros(length, dim, device=device)
-    table[:, 0::2] = torch.sin(pos * rates)
-    table[:, 1::2] = torch.cos(pos * rates[: dim // 2])
-    return table
+        states = self.output_dropout(x)  # (B, T, D)
+        return Encoded(states, masked_max(states, pad_mask), weights)  # query (B, D): the sentence summary

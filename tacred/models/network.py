@@ -1,7 +1,13 @@
-"""The whole network, top to bottom: embeddings → encoder → sentence summary → position-aware attention → logits."""
+"""The whole network, top to bottom: embeddings → encoder → position-aware attention → classifier.
+
+Bilan & Roth (2018): one self-attention layer with relative-position scores (:mod:`tacred.models.encoder`) under
+Zhang et al.'s (2017) position-aware attention (:mod:`tacred.models.position_aware`). The LSTM baselines swap the
+encoder (:mod:`tacred.models.lstm`); every switch is a :class:`~tacred.models.config.NetworkConfig` field.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -11,7 +17,8 @@ from tacred.constants import PAD_ID, UNK_ID
 from tacred.data.batching import Batch
 from tacred.models.config import NetworkConfig
 from tacred.models.dropout import Dropout
-from tacred.models.encoder import SelfAttentionEncoder, sinusoidal_encoding
+from tacred.models.encoder import Encoded, SelfAttentionEncoder
+from tacred.models.lstm import LstmEncoder
 from tacred.models.position_aware import PositionAwareAttention
 
 
@@ -73,29 +80,22 @@ class InputEmbeddings(nn.Module):
         return x
 
 
-def masked_max(x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-    """Max over real tokens: (B, T, D) → (B, D)."""
-    return x.masked_fill(pad_mask[:, :, None], float("-inf")).amax(dim=1)  # amax: no argmax indices to keep
-
-
-class LstmEncoder(nn.Module):
-    """Zhang et al.'s LSTM over the real tokens only (packed), returning states (B, T, H) and the last state (B, H)."""
-
-    def __init__(self, input_dim: int, cfg: NetworkConfig) -> None:
-        super().__init__()
-        self.rnn = nn.LSTM(input_dim, cfg.lstm_hidden, cfg.lstm_layers, batch_first=True,
-                           dropout=cfg.dropout if cfg.lstm_layers > 1 else 0.0)
-
-    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        lengths = (~pad_mask).sum(dim=1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, (h_n, _) = self.rnn(packed)
-        states, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return states, h_n[-1]
+def sinusoidal_encoding(length: int, dim: int, device: torch.device) -> torch.Tensor:
+    """(T, D) absolute sinusoidal position encodings (Vaswani et al., 2017), for the Table 3 ablation."""
+    pos = torch.arange(length, device=device, dtype=torch.float32)[:, None]
+    rates = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(length, dim, device=device)
+    table[:, 0::2] = torch.sin(pos * rates)
+    table[:, 1::2] = torch.cos(pos * rates[: dim // 2])
+    return table
 
 
 class RelationNetwork(nn.Module):
-    """Bilan & Roth (2018): one relative-position self-attention layer under Zhang et al.'s position-aware attention."""
+    """Bilan & Roth (2018): one relative-position self-attention layer under Zhang et al.'s position-aware attention.
+
+    ``encoder``: ``self_attention`` (the paper), ``lstm`` (Zhang's baselines) or ``lstm_self_attention`` (Table 3:
+    the LSTM's states under the self-attention's query); the modules keep the names ``self_attention`` and ``lstm``.
+    """
 
     def __init__(self, cfg: NetworkConfig, num_words: int, num_pos: int, num_ner: int, num_labels: int,
                  word_vectors: torch.Tensor | None = None) -> None:
@@ -104,12 +104,14 @@ class RelationNetwork(nn.Module):
         self.embed = InputEmbeddings(cfg, num_words, num_pos, num_ner, word_vectors)
         d = self.embed.dim
         self.input_dropout = Dropout(cfg.dropout)
-        self.output_dropout = Dropout(cfg.dropout)
-        uses_attention = cfg.encoder in ("self_attention", "lstm_self_attention")
-        self.self_attention = SelfAttentionEncoder(d, cfg) if uses_attention else None
-        self.lstm = LstmEncoder(d, cfg) if cfg.encoder in ("lstm", "lstm_self_attention") else None
-        state_dim = cfg.lstm_hidden if self.lstm is not None else d
-        query_dim = d if uses_attention else cfg.lstm_hidden
+        # the encoder(s); built in this order, so seeded runs draw the same initial weights
+        self.self_attention = SelfAttentionEncoder(d, cfg) if cfg.encoder != "lstm" else None
+        # next to the self-attention the LSTM gives only the states (its max-pool summary is computed, unused)
+        self.lstm = (LstmEncoder(d, cfg, summary=None if cfg.encoder == "lstm" else "max_pool")
+                     if cfg.encoder != "self_attention" else None)
+        state_dim = (self.lstm if self.lstm is not None else self.self_attention).state_dim
+        query_dim = (self.self_attention if self.self_attention is not None else self.lstm).query_dim
+        # position-aware attention over the states, with the binned subject/object positions (one table for both)
         self.position_aware = (
             PositionAwareAttention(state_dim, query_dim, 2 * cfg.position_dim, cfg.attention_dim)
             if cfg.position_aware else None
@@ -117,34 +119,30 @@ class RelationNetwork(nn.Module):
         self.positions = nn.Embedding(2 * self.embed.max_bin + 1, cfg.position_dim) if cfg.position_aware else None
         if self.positions is not None:
             nn.init.uniform_(self.positions.weight, -1.0, 1.0)
-        out_dim = state_dim if cfg.position_aware else query_dim
-        self.classifier = nn.Linear(out_dim, num_labels)
+        self.classifier = nn.Linear(state_dim if cfg.position_aware else query_dim, num_labels)
         nn.init.xavier_uniform_(self.classifier.weight)
         nn.init.zeros_(self.classifier.bias)
 
+    def encode(self, x: torch.Tensor, pad_mask: torch.Tensor) -> Encoded:
+        """x (B, T, D) → states (B, T, S) and query (B, Q) from the configured encoder."""
+        if self.lstm is None:
+            return self.self_attention(x, pad_mask)
+        if self.self_attention is None:
+            return self.lstm(x, pad_mask)
+        attention = self.self_attention(x, pad_mask)
+        lstm = self.lstm(x, pad_mask)
+        return Encoded(lstm.states, attention.query, attention.self_attention)
+
     def forward(self, batch: Batch) -> NetworkOutput:
-        mask = batch.pad_mask
+        mask = batch.pad_mask  # (B, T), True at padding
         x = self.embed(batch)  # (B, T, D)
-        if self.cfg.position_encoding == "sinusoidal":
+        if self.cfg.position_encoding == "sinusoidal":  # Table 3: absolute encodings instead of relative scores
             x = x + sinusoidal_encoding(x.shape[1], x.shape[2], x.device)[None]
-        x = self.input_dropout(x)
-        weights: list[torch.Tensor] = []
-        if self.self_attention is not None:
-            encoded, weights = self.self_attention(x, mask)  # (B, T, D)
-            encoded = self.output_dropout(encoded)
-            query = masked_max(encoded, mask)  # (B, D)
-            states = encoded
-        if self.lstm is not None:
-            lstm_states, last = self.lstm(x, mask)  # (B, T, H), (B, H)
-            states = self.output_dropout(lstm_states)
-            if self.self_attention is None:
-                query = masked_max(states, mask) if self.cfg.summary == "max_pool" else self.output_dropout(last)
-        position_weights = None
-        if self.position_aware is not None:
-            bins = self.embed.bins
-            features = torch.cat([self.positions(bins(batch.subj_positions)),
-                                  self.positions(bins(batch.obj_positions))], dim=-1)  # (B, T, 2P)
-            summary, position_weights = self.position_aware(states, query, features, mask)
-        else:
-            summary = query
-        return NetworkOutput(self.classifier(summary), weights, position_weights)
+        encoded = self.encode(self.input_dropout(x), mask)  # states (B, T, S), query (B, Q)
+        if self.position_aware is None:  # Table 3 "without the PA layer": classify the sentence summary
+            return NetworkOutput(self.classifier(encoded.query), encoded.self_attention, None)
+        bins = self.embed.bins
+        features = torch.cat([self.positions(bins(batch.subj_positions)),
+                              self.positions(bins(batch.obj_positions))], dim=-1)  # (B, T, 2P)
+        summary, weights = self.position_aware(encoded.states, encoded.query, features, mask)  # (B, S), (B, T)
+        return NetworkOutput(self.classifier(summary), encoded.self_attention, weights)

@@ -1,5 +1,23 @@
-"""Multi-head self-attention: one core (:mod:`.core`) and small hooks for each position variant."""
+"""Multi-head self-attention: one core (:mod:`.core`) and one file per variant, each registering itself
+(:mod:`.registry`). Importing this package imports every module in it, so a new variant file needs no other edit."""
+
+import importlib
+import pkgutil
 
 from tacred.models.attention.core import AttentionInputs, MultiHeadSelfAttention
+from tacred.models.attention.registry import (
+    VARIANTS,
+    AttentionParts,
+    AttentionVariant,
+    build_attention,
+    check_names,
+    choices,
+    register,
+    variants,
+)
 
-__all__ = ["AttentionInputs", "MultiHeadSelfAttention"]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+__all__ = ["VARIANTS", "AttentionInputs", "AttentionParts", "AttentionVariant", "MultiHeadSelfAttention",
+           "build_attention", "check_names", "choices", "register", "variants"]

@@ -9,6 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tacred.models.attention.registry import AttentionParts, register
+from tacred.models.config import NetworkConfig
+
 
 def renormalize(weights: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
     """(B, H, T, T) → no weight on padding keys, and each row rescaled so its absolute values sum to 1.
@@ -34,6 +37,11 @@ class AttentionConv1d(nn.Module):
         kernel[..., 1] = 1.0  # identity
         self.kernel = nn.Parameter(kernel)  # (H, t, 3)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        with torch.no_grad():
+            self.kernel.zero_()
+            self.kernel[..., 1] = 1.0  # identity
+
     def forward(self, weights: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
         n = weights.shape[-1]
         rows = torch.arange(n, device=weights.device).clamp(max=self.max_positions - 1)
@@ -52,7 +60,11 @@ class AttentionConv2d(nn.Module):
 
     def __init__(self, num_heads: int) -> None:
         super().__init__()
+        # nn.Conv2d draws its default init here; reset_parameters overwrites it (the draw is kept: seeded runs)
         self.conv = nn.Conv2d(num_heads, num_heads, kernel_size=3, padding=1, groups=num_heads, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self, init: str = "kaiming") -> None:
         with torch.no_grad():
             self.conv.weight.zero_()
             self.conv.weight[:, 0, 1, 1] = 1.0  # identity
@@ -61,3 +73,15 @@ class AttentionConv2d(nn.Module):
         pad_rows = pad_mask[:, None, :, None]  # (B, 1, T, 1)
         convolved = self.conv(weights.masked_fill(pad_rows, 0.0))  # (B, H, T, T)
         return torch.where(pad_rows, weights, renormalize(convolved, pad_mask))
+
+
+@register("conv_1d", option="attention_conv", value="1d", order=50, ablations=("conv_1d",))
+def add_conv_1d(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Dufter et al.'s 1-d convoluted attention: a width-3 filter per head and query row, after the softmax."""
+    parts.transform = AttentionConv1d(parts.num_heads, parts.max_positions)
+
+
+@register("conv_2d", option="attention_conv", value="2d", order=51, ablations=("conv_2d",))
+def add_conv_2d(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Dufter et al.'s 2-d convoluted attention: one 3 × 3 filter per head, after the softmax."""
+    parts.transform = AttentionConv2d(parts.num_heads)

@@ -5,6 +5,8 @@ Hook contracts (all optional, all see the same :class:`AttentionInputs`):
 - *relative values* map the weights (B, H, T, T) to (B, H, T, Dh), added to ``weights @ v``;
 - a *temperature* returns the scale multiplying q·kᵀ (default 1/√Dh) and may rescale q, k, v;
 - a *transform* maps the softmax output (B, H, T, T) to new weights (e.g. a convolution over the matrix).
+A hook with parameters of its own defines ``reset_parameters(init)``; :meth:`MultiHeadSelfAttention.reset_parameters`
+calls it after initialising q, k, v and the output projection.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 from torch import nn
 
 from tacred.models.dropout import Dropout
+from tacred.models.initialisation import init_linear
 
 
 @dataclass
@@ -55,6 +58,19 @@ class MultiHeadSelfAttention(nn.Module):
         self.values = values
         self.temperature = temperature
         self.transform = transform
+
+    def hooks(self) -> list[nn.Module]:
+        """The variant hooks, in the order the core applies them."""
+        return [*self.biases, *(h for h in (self.values, self.temperature, self.transform) if h is not None)]
+
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        """Kaiming (the paper) or Xavier projections with zero biases, then each hook's own start."""
+        for layer in (self.query, self.key, self.value, self.output):
+            init_linear(layer, init)
+        for hook in self.hooks():
+            reset = getattr(hook, "reset_parameters", None)
+            if reset is not None:
+                reset(init)
 
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
         b, n, _ = t.shape

@@ -11,6 +11,8 @@ import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
+from tacred.models.attention.registry import AttentionParts, register
+from tacred.models.config import NetworkConfig
 
 
 class GaussianPositionHeads(nn.Module):
@@ -27,9 +29,13 @@ class GaussianPositionHeads(nn.Module):
         if not 0 < gaussian_heads <= num_heads:
             raise ValueError(f"gaussian_heads must be between 1 and num_heads={num_heads}, got {gaussian_heads}")
         self.num_heads, self.gaussian_heads, self.eps = num_heads, gaussian_heads, eps
-        # Plain parameters, not nn.Linear, so the encoder's Kaiming/Xavier pass leaves their zero start alone.
+        # the generator x_i @ weight + bias, starting at zero (reset_parameters)
         self.weight = nn.Parameter(torch.zeros(d_model, 2 * gaussian_heads))
         self.bias = nn.Parameter(torch.zeros(2 * gaussian_heads))
+
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        nn.init.zeros_(self.weight)
+        nn.init.zeros_(self.bias)
 
     def forward(self, inputs: AttentionInputs) -> torch.Tensor:
         b, n, _ = inputs.x.shape
@@ -58,6 +64,10 @@ class ContentHeadsScale(nn.Module):
         self.inner = inner
         self.register_buffer("keep", keep, persistent=False)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        if self.inner is not None and hasattr(self.inner, "reset_parameters"):
+            self.inner.reset_parameters(init)
+
     def forward(self, inputs: AttentionInputs) -> tuple[AttentionInputs, torch.Tensor]:
         scale = self.scale
         if self.inner is not None:
@@ -73,5 +83,20 @@ class ContentHeadsOnly(nn.Module):
         self.bias = bias
         self.register_buffer("keep", keep, persistent=False)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        if hasattr(self.bias, "reset_parameters"):
+            self.bias.reset_parameters(init)
+
     def forward(self, inputs: AttentionInputs) -> torch.Tensor:
         return self.bias(inputs) * self.keep
+
+
+@register("gaussian_heads", option="gaussian_heads", value=1, order=90, ablations=("gaussian_heads",),
+          starts_as_plain=False)
+def add_gaussian_heads(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Dagan's Gaussian positional attention for the first ``gaussian_heads`` heads; built last, as it switches
+    the other position terms off for those heads."""
+    keep = content_head_mask(parts.num_heads, cfg.gaussian_heads)
+    parts.biases = [ContentHeadsOnly(b, keep) for b in parts.biases]
+    parts.biases.append(GaussianPositionHeads(parts.d_model, parts.num_heads, cfg.gaussian_heads))
+    parts.temperature = ContentHeadsScale(parts.head_dim, keep, parts.temperature)

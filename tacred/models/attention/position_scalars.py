@@ -9,6 +9,8 @@ import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
+from tacred.models.attention.registry import AttentionParts, register
+from tacred.models.config import NetworkConfig
 
 
 def _check_size(max_positions: int) -> None:
@@ -25,6 +27,9 @@ class AbsolutePositionScalars(nn.Module):
         self.max_positions = max_positions
         self.table = nn.Parameter(torch.zeros(num_heads, max_positions, max_positions))  # (H, t, t)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        nn.init.zeros_(self.table)
+
     def forward(self, inputs: AttentionInputs) -> torch.Tensor:
         pos = torch.arange(inputs.length, device=inputs.x.device).clamp(max=self.max_positions - 1)
         return self.table[:, pos][:, :, pos][None]  # (1, H, T, T)
@@ -40,7 +45,22 @@ class RelativePositionScalars(nn.Module):
         self.max_distance = max_positions - 1
         self.table = nn.Parameter(torch.zeros(num_heads, 2 * self.max_distance + 1))  # (H, 2t−1)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        nn.init.zeros_(self.table)
+
     def forward(self, inputs: AttentionInputs) -> torch.Tensor:
         pos = torch.arange(inputs.length, device=inputs.x.device)
         index = (pos[None, :] - pos[:, None]).clamp(-self.max_distance, self.max_distance) + self.max_distance
         return self.table[:, index][None]  # (1, H, T, T)
+
+
+@register("absolute_scalars", option="attention_bias", order=20, ablations=("san_p",))
+def add_absolute_scalars(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Dufter et al.'s SAN+P: a learned t × t scalar matrix per head (t = max_relative_distance + 1)."""
+    parts.biases.append(AbsolutePositionScalars(parts.num_heads, parts.max_positions))
+
+
+@register("relative_scalars", option="attention_bias", order=30, ablations=("san_r", "san_pr"))
+def add_relative_scalars(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Dufter et al.'s SAN+R: one learned scalar per head and clipped distance."""
+    parts.biases.append(RelativePositionScalars(parts.num_heads, parts.max_positions))

@@ -13,6 +13,9 @@ import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs, gather_relative
+from tacred.models.attention.registry import AttentionParts, register
+from tacred.models.config import NetworkConfig
+from tacred.models.initialisation import init_linear
 
 
 def clipped_distances(length: int, max_distance: int, device: torch.device) -> torch.Tensor:
@@ -35,6 +38,11 @@ class RelativePositionScores(nn.Module):
         self.r = nn.Linear(d_model, d_model) if query == "separate" else None
         self.m = nn.Parameter(torch.randn(num_heads, 2 * max_distance + 1, self.head_dim) * 0.02)
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        """W^r like the core's projections; m keeps its N(0, 0.02²) draw from construction."""
+        if self.r is not None:
+            init_linear(self.r, init)
+
     def forward(self, inputs: AttentionInputs) -> torch.Tensor:
         b, n, _ = inputs.x.shape
         if self.r is None:
@@ -45,3 +53,10 @@ class RelativePositionScores(nn.Module):
         # scaling r (B·H·T·Dh values) rather than the scores (B·H·T·(2T-1)) and one einsum: ~13% faster at T=128
         scores = torch.einsum("bhtd,hkd->bhtk", r * (1.0 / math.sqrt(self.head_dim)), m)  # (B, H, T, 2T-1)
         return gather_relative(scores)  # (B, H, T, T)
+
+
+@register("relative", option="position_encoding", value="relative", order=0, starts_as_plain=False)
+def add_relative_scores(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """The paper's relative-position scores r_i · m_{j−i} (``position_encoding: relative``, the default)."""
+    parts.biases.append(RelativePositionScores(parts.d_model, parts.num_heads, cfg.max_relative_distance,
+                                               cfg.relpos_query))

@@ -11,6 +11,8 @@ import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
+from tacred.models.attention.registry import AttentionParts, register
+from tacred.models.config import NetworkConfig
 
 
 def clipped_relative_index(length: int, clip: int, device: torch.device) -> torch.Tensor:
@@ -33,6 +35,9 @@ class ShawRelativeKeys(nn.Module):
         self.clip = clip
         self.table = nn.Parameter(torch.zeros(2 * clip + 1, head_dim))  # a^K
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        nn.init.zeros_(self.table)
+
     def forward(self, inputs: AttentionInputs) -> torch.Tensor:
         q = inputs.q
         b, h, n, dh = q.shape
@@ -50,8 +55,19 @@ class ShawRelativeValues(nn.Module):
         self.clip = clip
         self.table = nn.Parameter(torch.zeros(2 * clip + 1, head_dim))  # a^V
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        nn.init.zeros_(self.table)
+
     def forward(self, weights: torch.Tensor, inputs: AttentionInputs) -> torch.Tensor:
         b, h, n, _ = weights.shape
         index = clipped_relative_index(n, self.clip, weights.device).expand(b, h, n, n)
         per_distance = weights.new_zeros(b, h, n, 2 * self.clip + 1).scatter_add(-1, index, weights)  # (B, H, T, 2k+1)
         return per_distance @ self.table  # (B, H, T, Dh)
+
+
+@register("shaw", option="attention_bias", order=10, ablations=("shaw",))
+def add_shaw(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Shaw et al.'s clipped relative keys (clip ``shaw_clip``), and relative values unless ``shaw_values: false``."""
+    parts.biases.append(ShawRelativeKeys(parts.head_dim, cfg.shaw_clip))
+    if cfg.shaw_values:
+        parts.values = ShawRelativeValues(parts.head_dim, cfg.shaw_clip)

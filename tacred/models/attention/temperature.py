@@ -12,6 +12,8 @@ import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
+from tacred.models.attention.registry import AttentionParts, register
+from tacred.models.config import NetworkConfig
 
 
 class LearnedTemperature(nn.Module):
@@ -22,6 +24,16 @@ class LearnedTemperature(nn.Module):
         self.scale = 1.0 / math.sqrt(head_dim)
         self.gamma = nn.Parameter(torch.ones(3))  # γ_q, γ_k, γ_v
 
+    def reset_parameters(self, init: str = "kaiming") -> None:
+        nn.init.ones_(self.gamma)
+
     def forward(self, inputs: AttentionInputs) -> tuple[AttentionInputs, float]:
         g_q, g_k, g_v = self.gamma
         return replace(inputs, q=inputs.q * g_q, k=inputs.k * g_k, v=inputs.v * g_v), self.scale
+
+
+@register("learned_temperature", option="learned_temperature", value=True, order=40,
+          ablations=("learned_temperature",))
+def add_learned_temperature(parts: AttentionParts, cfg: NetworkConfig) -> None:
+    """Dufter et al.'s learnable temperature: q, k, v each scaled by a learned γ."""
+    parts.temperature = LearnedTemperature(parts.head_dim)
