@@ -7,6 +7,8 @@ TACRED := $(VENV)/bin/tacred
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 RUN ?= runs/demo
+# Test processes (pytest-xdist); a test file stays on one process, so its trained fixtures are built once.
+TEST_WORKERS ?= 2
 
 export HF_DATASETS_OFFLINE ?= 1
 export HF_HUB_OFFLINE ?= 1
@@ -29,10 +31,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check tacred tests benchmarks
