@@ -23,14 +23,9 @@ def _allow_project_classes() -> None:
     torch.serialization.add_safe_globals([NetworkConfig])
 
 
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint on the CPU, raising :class:`CheckpointError` that names the file and the problem.
-
-    Only tensors, plain Python values and allow-listed project classes are unpickled (``weights_only=True``);
-    a checkpoint that would import anything else is refused, not run.
-    """
-    import torch
-
+def check_checkpoint_file(path: str | Path) -> Path:
+    """The checks that need no torch (so a wrong path is answered before the slow imports): the file exists,
+    is a file and is not empty."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint not found: {path}")
@@ -38,6 +33,18 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: is a folder, not a checkpoint file")
     if path.stat().st_size == 0:
         raise CheckpointError(f"checkpoint is empty (0 bytes), probably cut off while writing: {path}")
+    return path
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint on the CPU, raising :class:`CheckpointError` that names the file and the problem.
+
+    Only tensors, plain Python values and allow-listed project classes are unpickled (``weights_only=True``);
+    a checkpoint that would import anything else is refused, not run.
+    """
+    path = check_checkpoint_file(path)
+    import torch
+
     _allow_project_classes()
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)

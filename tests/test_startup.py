@@ -52,6 +52,16 @@ def test_predict_sentences_reports_a_bad_line_before_loading_anything(tmp_path):
     assert "HEAVY [] CODE 2" in missing.stdout and "checkpoint not found" in missing.stderr
 
 
+def test_a_wrong_checkpoint_path_is_answered_before_torch_loads(tmp_path):
+    (tmp_path / "empty.ckpt").touch()
+    for command in ("predict", "test", "fit"):
+        proc = run([command, "--ckpt_path", str(tmp_path / "x.ckpt")])
+        assert "HEAVY [] CODE 2" in proc.stdout, proc.stdout + proc.stderr
+        assert f"tacred {command}: error: checkpoint not found: {tmp_path / 'x.ckpt'}" in proc.stderr
+    proc = run(["test", "--ckpt_path", str(tmp_path / "empty.ckpt")])
+    assert "HEAVY [] CODE 2" in proc.stdout and "checkpoint is empty (0 bytes)" in proc.stderr
+
+
 def test_predict_help_shows_the_sentence_options():
     proc = subprocess.run([sys.executable, "-m", "tacred", "predict", "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
