@@ -10,6 +10,7 @@ from typing import Any
 import lightning as L
 import torch
 import torch.nn.functional as F
+from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.vocab import Vocabularies
@@ -90,6 +91,7 @@ class RelationExtractor(L.LightningModule):
         self.register_buffer("class_weights", weights, persistent=False)
         self.scores = torch.nn.ModuleDict({s: TacredScore(len(vocab.labels), vocab.no_relation_id) for s in ("val", "test")})
         self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._epoch_ran_to_end = False  # every batch of the current training epoch ran (its lr step is due)
 
     def setup(self, stage: str) -> None:
         if torch.are_deterministic_algorithms_enabled():
@@ -165,6 +167,28 @@ class RelationExtractor(L.LightningModule):
     def on_validation_epoch_end(self) -> None:
         self._log_scores("val")
 
+    def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
+        self._epoch_ran_to_end = batch_idx + 1 == self.trainer.num_training_batches
+
+    def on_train_epoch_end(self) -> None:
+        """The learning-rate rule, decided here (not by Lightning after the epoch-end callbacks) so that the
+        checkpoints written at this epoch's end (:class:`tacred.callbacks.LastCheckpoint`, ``best.ckpt``: checkpoint
+        callbacks run after this hook) already hold its result, in the optimizer's and the scheduler's state."""
+        if not self._epoch_ran_to_end:
+            return  # an epoch cut short (max_steps, a stop request): no decay, as Lightning would do
+        scheduler = self.lr_schedulers()
+        if scheduler is None or scheduler.last_epoch > self.current_epoch:
+            return  # this epoch's step is in the state already (a run resumed at this epoch's end)
+        if isinstance(scheduler, ReduceLROnPlateau):
+            f1 = self.trainer.callback_metrics.get("val/f1")
+            if f1 is not None:  # no validation yet: nothing to compare
+                scheduler.step(float(f1))
+        else:
+            scheduler.step()
+
+    def lr_scheduler_step(self, scheduler: Any, metric: Any = None) -> None:
+        """Lightning's own epoch-end step is not used: :meth:`on_train_epoch_end` steps the scheduler."""
+
     def on_test_epoch_start(self) -> None:
         self._outputs = []
 
@@ -194,9 +218,10 @@ class RelationExtractor(L.LightningModule):
         scheduler, on_metric = build_schedule(hp.get("lr_schedule", "stall"), optimizer, max_epochs or 0,
                                               hp.decay_start_epoch, hp.decay_factor, hp.decay_compare,
                                               hp.get("decay_patience", 1))
+        # registered with Lightning so that checkpoints save and restore its state; stepped by on_train_epoch_end
         config: dict[str, Any] = {"scheduler": scheduler, "interval": "epoch"}
         if on_metric:
-            config.update(monitor="val/f1", strict=False)
+            config.update(monitor="val/f1", strict=False)  # Lightning requires a monitor for a ReduceLROnPlateau
         return {"optimizer": optimizer, "lr_scheduler": config}
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,

@@ -11,7 +11,9 @@ from tacred.validation import LR_SCHEDULES
 
 
 class DecayOnStall(ReduceLROnPlateau):
-    """Driven by the monitored dev F1 once per epoch (a ReduceLROnPlateau, so Lightning passes the metric)."""
+    """Stepped with the epoch's dev F1 once per epoch (by :meth:`RelationExtractor.on_train_epoch_end`). A
+    ReduceLROnPlateau, so that its whole state (``state_dict``: history, stalls, epochs seen) is what Lightning saves
+    in a checkpoint's ``lr_schedulers``."""
 
     def __init__(self, optimizer: Optimizer, start_epoch: int = 15, factor: float = 0.9, compare: str = "previous",
                  patience: int = 1) -> None:
@@ -37,7 +39,9 @@ class DecayOnStall(ReduceLROnPlateau):
                     group["lr"] = group["lr"] * self.factor
                 self.stalled = 0
         self.history.append(current)
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def get_last_lr(self) -> list[float]:
+        return [group["lr"] for group in self.optimizer.param_groups]
 
 
 def build_schedule(kind: str, optimizer: Optimizer, max_epochs: int, start_epoch: int, factor: float,
