@@ -1,4 +1,5 @@
-"""The callback that keeps ``last.ckpt`` current, so that a run killed at any moment resumes exactly."""
+"""The callbacks of ``fit`` and ``predict``: ``last.ckpt`` kept current, so that a run killed at any moment resumes
+exactly; ``predictions.jsonl`` written from every process's predictions."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lightning.pytorch.callbacks import Checkpoint
+import torch
+from lightning.pytorch.callbacks import BasePredictionWriter, Checkpoint
 
 
 class LastCheckpoint(Checkpoint):
@@ -27,3 +29,29 @@ class LastCheckpoint(Checkpoint):
         trainer.strategy.barrier("tacred_last_checkpoint")
         if trainer.is_global_zero:
             os.replace(partial, self.path)
+
+
+class PredictionFileWriter(BasePredictionWriter):
+    """Writes ``predictions.jsonl`` at the end of ``tacred predict`` (:func:`tacred.reports.write_predictions`), from
+    the batches of every process, gathered in the split's order."""
+
+    def __init__(self) -> None:
+        super().__init__(write_interval="batch_and_epoch")
+        self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def on_predict_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self._outputs = []
+
+    def write_on_batch_end(self, trainer: Any, pl_module: Any, prediction: Any, batch_indices: Any, batch: Any,
+                           batch_idx: int, dataloader_idx: int) -> None:
+        self._outputs.append((batch.index.cpu(), prediction))  # prediction: label probabilities (B, L)
+
+    def write_on_epoch_end(self, trainer: Any, pl_module: Any, predictions: Any, batch_indices: Any) -> None:
+        from tacred.reports import write_predictions
+
+        outputs, self._outputs = self._outputs, []
+        if outputs:
+            index, probs = torch.cat([i for i, _ in outputs]), torch.cat([p for _, p in outputs])
+        else:
+            index, probs = torch.empty(0, dtype=torch.long), torch.empty(0, len(pl_module.vocab.labels))
+        write_predictions(pl_module, index, probs)

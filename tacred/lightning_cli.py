@@ -12,7 +12,7 @@ from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
-from tacred.callbacks import LastCheckpoint
+from tacred.callbacks import LastCheckpoint, PredictionFileWriter
 from tacred.checkpoints import check_compatible, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.errors import RunFolderGuard
@@ -180,6 +180,8 @@ class TacredCLI(LightningCLI):
 
             # resuming: the checkpoint folder is expected to hold the run's own checkpoints
             warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+        if self.subcommand == "predict":
+            self.trainer.callbacks.append(PredictionFileWriter())
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
             self.trainer.callbacks.append(EpochSummary())

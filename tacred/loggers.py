@@ -12,6 +12,7 @@ from typing import Any
 from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.utilities import rank_zero_only
 
 from tacred.io import atomic_path
 
@@ -87,8 +88,15 @@ class ResumableCSVLogger(CSVLogger):
     """``metrics.csv`` in ``save_dir/version``, one row per epoch (:class:`EpochRowWriter`); an existing file (from
     before a restart) is kept and extended."""
 
+    _rows: EpochRowWriter | None = None  # created on first use, like CSVLogger's own writer
+
     @property
     def experiment(self) -> Any:
-        if self._experiment is None:
-            self._experiment = EpochRowWriter(self.log_dir)
-        return self._experiment
+        if self._rows is None:
+            self._rows = EpochRowWriter(self.log_dir)
+        return self._rows
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        if self._rows is not None:  # nothing logged in this process (e.g. a DDP launcher): nothing to write
+            self._rows.save()

@@ -13,15 +13,20 @@ from tacred.threshold import apply_threshold, format_comparison, micro_scores
 
 
 def gather_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Collect (index, probabilities) from every process; each example must appear exactly once."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        parts: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(parts, (index, probs))
-        index = torch.cat([p[0] for p in parts])
-        probs = torch.cat([p[1] for p in parts])
-    return index, probs
+    """Collect (index, probabilities) from every process (``LightningModule.all_gather``); each example must appear
+    exactly once. Shards may differ in size: each is padded to the largest (index -1) and the padding dropped."""
+    if module.trainer.world_size == 1:
+        return index, probs
+    sizes = module.all_gather(torch.tensor(index.numel(), device=module.device))  # (W,)
+    n = int(sizes.max())
+    padded_index = torch.full((n,), -1, dtype=torch.long)
+    padded_index[: index.numel()] = index
+    padded_probs = torch.zeros(n, probs.shape[-1], dtype=probs.dtype)
+    padded_probs[: index.numel()] = probs
+    all_index = module.all_gather(padded_index.to(module.device)).cpu().reshape(-1)  # (W * n,)
+    all_probs = module.all_gather(padded_probs.to(module.device)).cpu().reshape(-1, probs.shape[-1])  # (W * n, L)
+    keep = all_index >= 0
+    return all_index[keep], all_probs[keep]
 
 
 def _ordered(module: Any, split: str, index: torch.Tensor, probs: torch.Tensor) -> tuple[Any, torch.Tensor]:
