@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, BenchData, Table, benchmark_data, machine_line, median, script_main  # noqa: E402
+from common import QUICK_FIT_ARGS, REPO, BenchData, Table, benchmark_data, machine_line, median, script_main  # noqa: E402
 
 
 @dataclass
@@ -73,7 +73,7 @@ def run(quick: bool = False, configs: list[tuple[str, int]] | None = None, repea
         first_batch = Path(scratch) / "test_first_batch.json"
         first_batch.write_text(json.dumps(examples[:batch]), encoding="utf-8")
         epochs = (1, 2) if quick else (1, 3)
-        extra = ["--data.batch_size", str(batch)] if quick else []
+        extra = ["--data.batch_size", str(batch), *QUICK_FIT_ARGS] if quick else []
         for precision, threads in configs:
             short, long, full, one = [], [], [], []
             for r in range(repeats):  # alternate the two lengths, so a drift in the machine's speed hits both

@@ -15,10 +15,21 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Table, autocast, benchmark_data, machine_line, median, num_threads, percentile, script_main  # noqa: E402
+from common import (  # noqa: E402
+    QUICK_NETWORK,
+    Table,
+    autocast,
+    benchmark_data,
+    machine_line,
+    median,
+    num_threads,
+    percentile,
+    script_main,
+)
 
 from tacred.data.batching import BucketBatchSampler, EncodedSplit  # noqa: E402
 from tacred.data.datamodule import TacredDataModule  # noqa: E402
+from tacred.models.config import NetworkConfig  # noqa: E402
 from tacred.models.module import RelationExtractor  # noqa: E402
 
 
@@ -57,7 +68,8 @@ def run(quick: bool = False) -> Table:
         dm = TacredDataModule(data_dir=str(data.data_dir), labels=str(data.labels_file), entity_masking=False)
         split = dm.encoded("test")
         torch.manual_seed(0)
-        model = RelationExtractor(vocab=dm.vocab).eval()
+        network = NetworkConfig(**QUICK_NETWORK) if quick else NetworkConfig()
+        model = RelationExtractor(vocab=dm.vocab, network=network).eval()
         table = Table(
             f"Inference, paper model with random weights, eval() + inference_mode, {len(split)} test sentences",
             ["precision", "threads", "sentences/s, batch 50", "sentences/s, batch 500", "latency median ms",

@@ -17,18 +17,19 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Table, benchmark_data, machine_line, median, percentile, script_main  # noqa: E402
+from common import QUICK_NETWORK, Table, benchmark_data, machine_line, median, percentile, script_main  # noqa: E402
 
 from tacred.data.datamodule import TacredDataModule  # noqa: E402
+from tacred.models.config import NetworkConfig  # noqa: E402
 from tacred.models.module import RelationExtractor  # noqa: E402
 from tacred.serving import serve_in_background  # noqa: E402
 
 
-def random_checkpoint(data_dir: Path, labels: Path, out: Path) -> Path:
-    """A checkpoint of the paper's model with random weights, loadable by ``tacred serve``."""
+def random_checkpoint(data_dir: Path, labels: Path, out: Path, network: NetworkConfig | None = None) -> Path:
+    """A checkpoint of the paper's model (or ``network``) with random weights, loadable by ``tacred serve``."""
     dm = TacredDataModule(data_dir=str(data_dir), labels=str(labels), entity_masking=False)
     torch.manual_seed(0)
-    model = RelationExtractor(vocab=dm.vocab)
+    model = RelationExtractor(vocab=dm.vocab, network=network or NetworkConfig())
     torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
                 "tacred_vocab": model.vocab.to_dict()}, out)
     return out
@@ -75,7 +76,8 @@ def run(quick: bool = False) -> Table:
                   ["clients", "requests", "requests/s", "p50 ms", "p99 ms", "errors"])
     with tempfile.TemporaryDirectory(prefix="tacred-bench-serve-") as scratch:
         data = benchmark_data(quick, Path(scratch))
-        ckpt = random_checkpoint(data.data_dir, data.labels_file, Path(scratch) / "model.ckpt")
+        ckpt = random_checkpoint(data.data_dir, data.labels_file, Path(scratch) / "model.ckpt",
+                                 NetworkConfig(**QUICK_NETWORK) if quick else None)
         examples = json.loads((data.data_dir / "test.json").read_text(encoding="utf-8"))
         bodies = [json.dumps(ex) for ex in examples]
         with serve_in_background(str(ckpt), extra=["--num_threads", "1", "--max_batch_size", "32",

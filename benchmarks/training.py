@@ -22,7 +22,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, BenchData, Table, benchmark_data, machine_line, quiet_stderr  # noqa: E402
+from common import QUICK_FIT_ARGS, REPO, BenchData, Table, benchmark_data, machine_line, quiet_stderr  # noqa: E402
 
 PHASES = ("data", "forward", "backward", "update")  # the four parts of a training step, in order
 
@@ -178,7 +178,7 @@ def run(quick: bool = False, epochs: int = 2, configs: list[tuple[str, int]] | N
         )
         for precision, threads in configs:
             timer = StepTimer()
-            train(data, precision, threads, epochs, [timer])
+            train(data, precision, threads, epochs, [timer], QUICK_FIT_ARGS if quick else None)
             measured = timer.epochs[1:]
             sentences = sum(e.sentences for e in measured)
             seconds = sum(e.train_s for e in measured)
@@ -207,7 +207,8 @@ def profile_table(quick: bool = False, steps: int = 40, precision: str = "32-tru
     with tempfile.TemporaryDirectory(prefix="tacred-bench-data-") as scratch:
         data = benchmark_data(quick, Path(scratch))
         profiler = ProfileSteps(epoch=1, steps=steps)
-        train(data, precision, threads, 2, [profiler], ["--trainer.limit_train_batches", str(steps + 1)])
+        train(data, precision, threads, 2, [profiler],
+              ["--trainer.limit_train_batches", str(steps + 1), *(QUICK_FIT_ARGS if quick else [])])
     if profiler.profile is None:
         raise RuntimeError("the profiler never started: epoch 2 has fewer than 2 training steps")
     averages = profiler.profile.key_averages()

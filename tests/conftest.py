@@ -65,3 +65,19 @@ def nlp():
         return load_spacy()
     except SpacyModelError as err:
         pytest.skip(f"no spaCy English model installed: {err}")
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's one tiny trained model (60 generated training examples, 2 epochs, in this process), for every
+    test that needs some trained checkpoint; its data is in ``checkpoint.parents[2] / "data"``."""
+    import torch
+
+    from tacred.inspection import train_demo_model
+
+    threads = torch.get_num_threads()  # `tacred fit` sets its own thread count; later tests get this one back
+    try:
+        return train_demo_model(tmp_path_factory.getbasetemp() / "tiny_model", epochs=2, n_train=60, n_dev=40,
+                                n_test=40, word_dim=24)
+    finally:
+        torch.set_num_threads(threads)

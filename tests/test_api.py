@@ -13,15 +13,6 @@ MARKED = "<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's tiny model (shared with tests/test_threshold.py: trained once)."""
-    from tacred.inspection import train_demo_model
-
-    return train_demo_model(tmp_path_factory.getbasetemp() / "tiny_model", epochs=2, n_train=60, n_dev=40,
-                            n_test=40, word_dim=24)
-
-
-@pytest.fixture(scope="module")
 def model(checkpoint):
     from tacred import load_model
 

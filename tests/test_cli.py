@@ -26,9 +26,24 @@ def tacred(*args: str, stdin: str | None = None, check: bool = True) -> subproce
     return proc
 
 
-def fit(data: Path, run: Path, *extra: str) -> subprocess.CompletedProcess:
-    return tacred("fit", "--config", "configs/demo.yaml", "--data.data_dir", str(data), "--run_dir", str(run),
-                  *SMALL, *extra)
+def in_process(*args: str) -> None:
+    """``tacred ARGS`` through ``tacred.cli.main`` in this process (no ~5 s of imports per call), torch's thread
+    count restored after; the tests read what it printed with ``capfd``."""
+    import torch
+
+    from tacred.cli import main
+
+    threads = torch.get_num_threads()
+    try:
+        code = main(list(args))
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0, f"tacred {' '.join(args)} returned {code}"
+
+
+def fit(data: Path, run: Path, *extra: str) -> None:
+    in_process("fit", "--config", str(REPO / "configs" / "demo.yaml"), "--data.data_dir", str(data),
+               "--run_dir", str(run), *SMALL, *extra)
 
 
 def val_rows(run: Path) -> list[dict]:
@@ -51,20 +66,22 @@ def test_fit_writes_config_checkpoints_and_dev_scores(trained):
     assert all(0.0 <= float(r["val/f1"]) <= 1.0 for r in rows)
 
 
-def test_test_from_the_checkpoint_alone_writes_predictions_and_the_official_report(trained, demo_data):
-    proc = tacred("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"))
-    assert "Precision (micro):" in proc.stdout and "F1 (micro):" in proc.stdout
+def test_test_from_the_checkpoint_alone_writes_predictions_and_the_official_report(trained, demo_data, capfd):
+    in_process("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"))
+    printed = capfd.readouterr().out
+    assert "Precision (micro):" in printed and "F1 (micro):" in printed
     predictions = [json.loads(line) for line in (trained / "test_predictions.jsonl").read_text().splitlines()]
     gold = json.loads((demo_data / "test.json").read_text())
     assert [p["id"] for p in predictions] == [g["id"] for g in gold]
     assert [p["gold"] for p in predictions] == [g["relation"] for g in gold]
-    score = tacred("score", str(demo_data / "test.json"), str(trained / "test_predictions.jsonl"))
+    in_process("score", str(demo_data / "test.json"), str(trained / "test_predictions.jsonl"))
+    score = capfd.readouterr().out
     reported = (trained / "test_score.txt").read_text()
-    assert score.stdout.strip().splitlines()[-1] in reported  # same F1 line as the independent scorer
+    assert score.strip().splitlines()[-1] in reported  # same F1 line as the independent scorer
 
 
 def test_predict_writes_every_label_probability(trained, demo_data):
-    tacred("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
+    in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
     rows = [json.loads(line) for line in (trained / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == len(json.loads((demo_data / "test.json").read_text()))
     assert abs(sum(rows[0]["probabilities"].values()) - 1.0) < 1e-3
@@ -90,11 +107,12 @@ def test_same_seed_same_metrics(demo_data, tmp_path):
     assert first == second  # every logged value of that row, loss and learning rate included
 
 
-def test_the_same_command_resumes_from_last_ckpt(demo_data, tmp_path):
+def test_the_same_command_resumes_from_last_ckpt(demo_data, tmp_path, capfd):
     run = tmp_path / "run"
     fit(demo_data, run, "--trainer.max_epochs", "1")
-    proc = fit(demo_data, run, "--trainer.max_epochs", "2")
-    assert "resuming from" in proc.stderr
+    capfd.readouterr()
+    fit(demo_data, run, "--trainer.max_epochs", "2")
+    assert "resuming from" in capfd.readouterr().err
     assert [int(r["epoch"]) for r in val_rows(run)] == [0, 1]
 
 

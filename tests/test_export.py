@@ -12,14 +12,6 @@ pytest.importorskip("onnxruntime")
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tacred.inspection import train_demo_model
-
-    return train_demo_model(tmp_path_factory.getbasetemp() / "tiny_model", epochs=2, n_train=60, n_dev=40,
-                            n_test=40, word_dim=24)
-
-
-@pytest.fixture(scope="module")
 def exported(checkpoint, tmp_path_factory) -> tuple[Path, str]:
     from tacred.commands.export import main
 

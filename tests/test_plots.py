@@ -14,15 +14,6 @@ import pytest
 from tacred.commands.plot import main
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny model (60 training examples, 2 epochs), shared with the other modules of the session."""
-    from tacred.inspection import train_demo_model
-
-    return train_demo_model(tmp_path_factory.getbasetemp() / "tiny_model", epochs=2, n_train=60, n_dev=40,
-                            n_test=40, word_dim=24)
-
-
 def png_size(path: Path) -> tuple[int, int]:
     """Width and height from the PNG header (and a check that it is one)."""
     head = path.read_bytes()[:24]

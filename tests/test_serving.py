@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +12,6 @@ requests = pytest.importorskip("requests")
 pytest.importorskip("litserve")
 
 MARKED = "<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said ."
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tacred.inspection import train_demo_model
-
-    return train_demo_model(tmp_path_factory.getbasetemp() / "tiny_model", epochs=2, n_train=60, n_dev=40,
-                            n_test=40, word_dim=24)
 
 
 @pytest.fixture(scope="module")

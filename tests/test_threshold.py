@@ -131,15 +131,6 @@ def test_threshold_files_and_numbers_load(tmp_path):
 # -- with a trained checkpoint ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny model (60 training examples, 2 epochs), shared with the other modules of the session."""
-    from tacred.inspection import train_demo_model
-
-    return train_demo_model(tmp_path_factory.getbasetemp() / "tiny_model", epochs=2, n_train=60, n_dev=40,
-                            n_test=40, word_dim=24)
-
-
 def test_tune_command_writes_threshold_json_and_reports_dev_f1(checkpoint, tmp_path, capsys):
     from tacred.commands.threshold import main
 
