@@ -121,7 +121,9 @@ class TacredCLI(LightningCLI):
             cfg.checkpoint.dirpath = str(run_dir / "checkpoints")
         self._given_logger = copy.deepcopy(cfg.trainer.logger)
         checkpoint: dict[str, Any] | None = None  # the checkpoint this command starts from, if any
-        if cfg.trainer.logger in (None, True):
+        if cfg.trainer.logger in (None, True) and self.subcommand == "predict":
+            cfg.trainer.logger = False  # predict logs no metrics: no empty predict/ folder in the run
+        elif cfg.trainer.logger in (None, True):
             # fit: metrics.csv straight in the run folder, extended when a run resumes; test etc.: a subfolder
             version = "" if self.subcommand == "fit" else self.subcommand
             cfg.trainer.logger = Namespace(class_path="tacred.loggers.ResumableCSVLogger",

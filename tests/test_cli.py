@@ -86,6 +86,7 @@ def test_predict_writes_every_label_probability(trained, demo_data):
     assert len(rows) == len(json.loads((demo_data / "test.json").read_text()))
     assert abs(sum(rows[0]["probabilities"].values()) - 1.0) < 1e-3
     assert rows[0]["relation"] == max(rows[0]["probabilities"], key=rows[0]["probabilities"].get)
+    assert not (trained / "predict").exists()  # predict logs no metrics, so it leaves no log folder behind
 
 
 def test_predict_raw_sentences_from_stdin(trained):
