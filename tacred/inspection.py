@@ -142,7 +142,7 @@ class AttentionView:
     obj: tuple[int, int]
     self_attention: list[np.ndarray]  # per layer (H, T, T): row = query token, column = key token
     position_attention: np.ndarray | None  # (T,)
-    gold: str | None  # None: an unlabelled sentence (its relation in the file is a placeholder)
+    gold: str | None  # None: an unlabelled sentence (its file gives only the default relation, no gold label)
     predicted: str
     probability: float
 
@@ -155,10 +155,16 @@ class AttentionView:
         return None
 
 
+def only_default_relation(model: RelationExtractor, data: EncodedSplit) -> bool:
+    """True when every example's relation is the no-relation label: what ``tacred annotate`` writes for sentences
+    without a gold label (``tacred plot attention`` then shows no right/wrong verdict; see its ``--unlabelled``)."""
+    return all(ex.relation == model.vocab.no_relation for ex in data.examples)
+
+
 @torch.no_grad()
 def attention_view(model: RelationExtractor, data: EncodedSplit, index: int, labelled: bool = True) -> AttentionView:
     """Run the model on example ``index`` alone (no padding) and keep every attention weight; ``labelled=False``
-    leaves the gold label out (sentences whose relation is only a placeholder, as ``tacred annotate`` writes)."""
+    leaves the gold label out (sentences that carry only the default relation, as ``tacred annotate`` writes)."""
     model.eval()
     out = model(data.collate([index]).to(model.device))
     probs = torch.softmax(out.logits.float(), dim=-1)[0].cpu()  # (L,)

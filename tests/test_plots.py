@@ -193,7 +193,7 @@ def test_an_unlabelled_sentence_gets_no_verdict(checkpoint, tmp_path):
     title = attention_figure(_view(None))._suptitle.get_text()
     assert "gold" not in title.split("\n")[0].replace("no gold label", "") and "wrong" not in title
     assert "no gold label" in title
-    # through the command: a file whose relations are all the placeholder no_relation (as tacred annotate writes)
+    # through the command: a file whose relations are all the default no_relation (as tacred annotate writes)
     data = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text())[:2]
     for ex in data:
         ex["relation"] = "no_relation"

@@ -82,8 +82,9 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     if args.kind == "attention":
         model, data, source = inspection.load_split(args.ckpt_path, args.split, args.data_dir, args.file)
         index = inspection.find_example(data, source, args.id, args.index)
-        placeholder = args.file is not None and all(ex.relation == model.vocab.no_relation for ex in data.examples)
-        view = inspection.attention_view(model, data, index, labelled=not (args.unlabelled or placeholder))
+        # a --file of tacred annotate's output carries the default relation on every line: it has no gold labels
+        unlabelled = args.unlabelled or (args.file is not None and inspection.only_default_relation(model, data))
+        view = inspection.attention_view(model, data, index, labelled=not unlabelled)
         layers = None if args.layer is None else [n - 1 for n in args.layer]
         name = Path(args.file).stem if args.file else args.split
         out = inspection.run_folder(args.ckpt_path) / "plots" / f"attention_{name}_{_safe(view.id)}.png"
