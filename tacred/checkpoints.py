@@ -23,6 +23,11 @@ def _allow_project_classes() -> None:
     torch.serialization.add_safe_globals([NetworkConfig])
 
 
+def is_lightning_ckpt_name(ckpt_path: str) -> bool:
+    """Lightning's symbolic ``--ckpt_path`` values ("last", "best", "hpc", "registry:...") rather than a file."""
+    return ckpt_path in ("last", "best", "hpc") or str(ckpt_path).startswith("registry")
+
+
 def check_checkpoint_file(path: str | Path) -> Path:
     """The checks that need no torch (so a wrong path is answered before the slow imports): the file exists,
     is a file and is not empty."""

@@ -96,9 +96,6 @@ def _dispatch(argv: list[str]) -> int:
     return run_lightning(argv)
 
 
-LIGHTNING_CKPT_ALIASES = ("best", "last", "hpc", "registry")  # --ckpt_path values Lightning resolves itself
-
-
 def run_lightning(argv: list[str]) -> int:
     """Run a Lightning sub-command; a failed command removes what it added to the run folder (see
     :class:`tacred.errors.RunFolderGuard`), and its error reaches :func:`main` as one line."""
@@ -114,9 +111,9 @@ def run_lightning(argv: list[str]) -> int:
         try:
             check_config_files(argv)
             ckpt_path = _option(argv, "--ckpt_path")
-            if ckpt_path is not None and ckpt_path not in LIGHTNING_CKPT_ALIASES:
-                from tacred.checkpoints import check_checkpoint_file
+            from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
+            if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
                 check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
             argv = with_checkpoint_config(argv, Path(tmp))
             import warnings

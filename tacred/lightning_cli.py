@@ -13,7 +13,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, Mo
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from tacred.callbacks import LastCheckpoint, PredictionFileWriter
-from tacred.checkpoints import check_compatible, read_checkpoint
+from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
 from tacred.errors import RunFolderGuard
 from tacred.models.module import RelationExtractor
@@ -141,7 +141,7 @@ class TacredCLI(LightningCLI):
             checkpoint = resume_checkpoint(Path(cfg.checkpoint.dirpath), cfg.resume)
             if checkpoint is not None:
                 cfg.ckpt_path = str(Path(cfg.checkpoint.dirpath) / "last.ckpt")
-        elif self.subcommand == "fit" and cfg.ckpt_path and not _lightning_ckpt_name(cfg.ckpt_path):
+        elif self.subcommand == "fit" and cfg.ckpt_path and not is_lightning_ckpt_name(cfg.ckpt_path):
             checkpoint = read_checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
         resume_wandb_run(cfg.trainer.logger, checkpoint)
         self._start_checkpoint = checkpoint
@@ -193,6 +193,3 @@ class TacredCLI(LightningCLI):
                 self.trainer.callbacks.append(LearningRateMonitor(logging_interval="epoch"))
 
 
-def _lightning_ckpt_name(ckpt_path: str) -> bool:
-    """Lightning's symbolic ``--ckpt_path`` values ("last", "best", "hpc", "registry:...") rather than a file."""
-    return ckpt_path in ("last", "best", "hpc") or str(ckpt_path).startswith("registry")
