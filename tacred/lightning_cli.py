@@ -83,7 +83,9 @@ class TacredCLI(LightningCLI):
     def _parse_ckpt_path(self) -> None:
         """Keep the command line as given: Lightning would re-apply the checkpoint's saved model hyperparameters
         over it (silently dropping e.g. ``--model.output_dir``). A checkpoint's configuration is used only
-        when no ``--config`` is given (see :func:`tacred.cli.with_checkpoint_config`)."""
+        when no ``--config`` is given (see :func:`tacred.cli.with_checkpoint_config`). A private hook of
+        LightningCLI (2.6 has no public switch for this); the other use of Lightning internals is
+        :func:`tacred.models.module._mark_epoch_end_complete`."""
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,

@@ -294,7 +294,7 @@ def _mark_epoch_end_complete(checkpoint: dict[str, Any]) -> None:
     Lightning records such an epoch as processed but not completed and, on resuming, runs part of its end
     again (validation, the epoch-end hooks), so a resumed run would drift from an uninterrupted one.
 
-    The one use of a private Lightning structure in tacred (the fit loop's saved progress counters): Lightning
+    One of tacred's two uses of Lightning internals (the other: ``TacredCLI._parse_ckpt_path``): Lightning
     (2.6) offers no public way to save a checkpoint that resumes exactly after an epoch's validation, and without
     this tests/test_faults.py fails (the resumed run's dev loss differs). Checkpoints without the structure load
     unchanged.
