@@ -1,5 +1,5 @@
-"""The official TACRED scorer (Zhang et al., 2017: micro P/R/F1 with ``no_relation`` ignored), its
-torchmetrics counterpart, the SemEval-2010 Task 8 official macro-F1, and readers for label files.
+"""The official TACRED scorer (Zhang et al., 2017: micro P/R/F1 with ``no_relation`` ignored; its torchmetrics
+counterpart is :class:`tacred.metrics.TacredScore`), the SemEval-2010 Task 8 official macro-F1, and readers for label files.
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ from typing import Any
 from tacred.constants import NO_RELATION, TACRED_LABELS
 from tacred.errors import TacredError, read_text
 from tacred.io import JsonLinesError, jsonl_records, read_json
-
-
-def __getattr__(name: str) -> Any:
-    # the torchmetrics metric lives in tacred.metrics: `tacred score` then starts without importing torch
-    if name == "TacredScore":
-        from tacred.metrics import TacredScore
-
-        return TacredScore
-    raise AttributeError(f"module 'tacred.scoring' has no attribute {name!r}")
 
 Label = Hashable  # a relation name (str) or a label id (int)
 

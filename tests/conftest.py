@@ -73,7 +73,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     test that needs some trained checkpoint; its data is in ``checkpoint.parents[2] / "data"``."""
     import torch
 
-    from tacred.inspection import train_demo_model
+    from tacred.analysis.inspection import train_demo_model
 
     threads = torch.get_num_threads()  # `tacred fit` sets its own thread count; later tests get this one back
     try:

@@ -18,8 +18,8 @@ import pytest
 import torch
 import yaml
 
-from tacred import ablation as A
-from tacred import results as R
+from tacred.analysis import ablation as A
+from tacred.analysis import results as R
 from tacred.commands import ablate
 
 REPO = Path(__file__).resolve().parents[1]

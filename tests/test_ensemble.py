@@ -12,8 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tacred.analysis.ensemble import (
+    align_labels,
+    average_probabilities,
+    average_vote,
+    majority_vote,
+    mean_std,
+    votes,
+)
 from tacred.commands.ensemble import main as ensemble_main
-from tacred.ensemble import align_labels, average_probabilities, average_vote, majority_vote, mean_std, votes
 from tacred.scoring import read_aligned, score
 
 REPO = Path(__file__).resolve().parents[1]

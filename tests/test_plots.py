@@ -57,8 +57,8 @@ def test_the_command_runs_as_a_module(checkpoint, tmp_path):
 
 
 def test_attention_marks_subject_and_object_tokens(checkpoint):
-    from tacred import plots
-    from tacred.inspection import attention_view, find_example, load_split
+    from tacred.analysis import plots
+    from tacred.analysis.inspection import attention_view, find_example, load_split
 
     model, data, source = load_split(checkpoint, "dev")
     index = find_example(data, source, ident=data.ids[3])
@@ -92,7 +92,7 @@ def test_stored_results_need_no_checkpoint(checkpoint, tmp_path):
 
 
 def test_training_curves_read_the_csv_logger_layout(tmp_path):
-    from tacred.inspection import read_training_curves
+    from tacred.analysis.inspection import read_training_curves
 
     (tmp_path / "metrics.csv").write_text(
         "epoch,lr-SGD,step,train/loss,val/f1,val/loss,val/precision,val/recall\n"
@@ -137,7 +137,7 @@ def _overlaps(fig, artist, ax) -> bool:
 
 
 def test_the_relations_legend_sits_outside_the_bars():
-    from tacred.plots import relation_scores_figure
+    from tacred.analysis.plots import relation_scores_figure
     from tacred.scoring import score
 
     gold = ["a", "a", "b", "b", "no_relation"] * 3
@@ -149,8 +149,8 @@ def test_the_relations_legend_sits_outside_the_bars():
 
 
 def test_curves_count_epochs_from_one_and_print_no_label_over_the_lines():
-    from tacred.inspection import TrainingCurves
-    from tacred.plots import training_curves_figure
+    from tacred.analysis.inspection import TrainingCurves
+    from tacred.analysis.plots import training_curves_figure
 
     curves = TrainingCurves(train_loss=[(0, 2.0), (1, 1.0), (2, 0.5)], val_f1=[(0, 0.2), (1, 0.6), (2, 0.5)],
                             val_precision=[(0, 0.3), (1, 0.5), (2, 0.5)], val_recall=[(0, 0.1), (1, 0.7), (2, 0.5)],
@@ -167,7 +167,7 @@ def test_curves_count_epochs_from_one_and_print_no_label_over_the_lines():
 
 
 def _view(gold):
-    from tacred.inspection import AttentionView
+    from tacred.analysis.inspection import AttentionView
 
     rng = np.random.default_rng(0)
     weights = rng.random((3, 5, 5))
@@ -177,7 +177,7 @@ def _view(gold):
 
 
 def test_attention_heads_share_a_colour_scale_with_a_colour_bar():
-    from tacred.plots import attention_figure
+    from tacred.analysis.plots import attention_figure
 
     fig = attention_figure(_view("per:employee_of"))
     bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
@@ -188,7 +188,7 @@ def test_attention_heads_share_a_colour_scale_with_a_colour_bar():
 
 
 def test_an_unlabelled_sentence_gets_no_verdict(checkpoint, tmp_path):
-    from tacred.plots import attention_figure
+    from tacred.analysis.plots import attention_figure
 
     title = attention_figure(_view(None))._suptitle.get_text()
     assert "gold" not in title.split("\n")[0].replace("no gold label", "") and "wrong" not in title

@@ -77,8 +77,8 @@ def test_a_resumed_run_extends_the_same_rows_and_matches_the_uninterrupted_one(r
 
 @pytest.mark.slow  # three tiny trainings
 def test_the_readers_of_metrics_csv_still_work(runs):
-    from tacred.ablation import dev_f1_by_epoch
-    from tacred.inspection import read_training_curves
+    from tacred.analysis.ablation import dev_f1_by_epoch
+    from tacred.analysis.inspection import read_training_curves
 
     run = runs["base"] / "straight"
     table = rows(run)

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from tacred.commands import score as score_command
 from tacred.constants import NO_RELATION
+from tacred.metrics import TacredScore
 from tacred.scoring import (
     LabelFileError,
-    TacredScore,
     format_report,
     micro_prf,
     read_aligned,

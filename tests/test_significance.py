@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tacred.analysis.significance import paired_randomization
 from tacred.scoring import score
-from tacred.significance import paired_randomization
 
 
 def systems(n: int = 400, seed: int = 0, better_by: float = 0.0, seeds: int = 3) -> tuple[np.ndarray, ...]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacred.ablation import (
+from tacred.analysis.ablation import (
     FIT_DONE_FILE,
     RESULT_FILE,
     AblationError,
@@ -103,8 +103,8 @@ def _failed(variant: Variant, seed: int, command: str, log: Path, lines: int = 1
 
 
 def evaluate_run(checkpoint: Path) -> Any:
-    """The checkpoint's test probabilities (:func:`tacred.results.evaluate`)."""
-    from tacred.results import evaluate
+    """The checkpoint's test probabilities (:func:`tacred.analysis.results.evaluate`)."""
+    from tacred.analysis.results import evaluate
 
     return evaluate(checkpoint, "test")
 
@@ -113,7 +113,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     """Fit (unless ``fit.done``), predict the test split and store ``result.json`` for one variant and seed."""
     import yaml
 
-    from tacred.results import git_commit, save_probabilities, test_record
+    from tacred.analysis.results import git_commit, save_probabilities, test_record
 
     run = run_dir(args.runs_dir or args.out, variant.name, seed)
     run.mkdir(parents=True, exist_ok=True)
@@ -159,7 +159,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
 
 
 def render(args: argparse.Namespace, names: list[str] | None) -> int:
-    from tacred.results import CURVES_FILE, plot_dev_curves, significance, write_summary
+    from tacred.analysis.results import CURVES_FILE, plot_dev_curves, significance, write_summary
 
     results = load_results(args.out, names)
     if not results:

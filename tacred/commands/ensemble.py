@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tacred.ensemble import SPLITS, EnsembleError, run_ensemble, train_members
+from tacred.analysis.ensemble import SPLITS, EnsembleError, run_ensemble, train_members
 from tacred.errors import OneLineParser, report
 
 HELP = "Train K seeds (or take K checkpoints) and score each member, their mean ± std, and two ensembles."

@@ -65,7 +65,7 @@ def _safe(text: str) -> str:
 
 
 def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
-    from tacred.inspection import load_split, predict_split, run_folder
+    from tacred.analysis.inspection import load_split, predict_split, run_folder
 
     model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
     name = Path(args.file).stem if args.file else args.split
@@ -74,7 +74,7 @@ def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
 
 def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     """Build the requested figure; return it with its default output path."""
-    from tacred import inspection, plots
+    from tacred.analysis import inspection, plots
     from tacred.scoring import read_aligned, read_predictions_with_gold, read_score, score
     from tacred.threshold import load_threshold, micro_scores, sweep
 
@@ -133,9 +133,9 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from tacred.analysis.plots import save_figure
     from tacred.checkpoints import CheckpointError
     from tacred.errors import LabelError
-    from tacred.plots import save_figure
 
     try:
         fig, default = draw(args)

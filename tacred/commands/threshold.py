@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from tacred.inspection import load_split, predict_split
+    from tacred.analysis.inspection import load_split, predict_split
     from tacred.threshold import format_comparison, tune_threshold
 
     model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
@@ -60,7 +60,7 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from tacred.inspection import load_split, predict_split, run_folder
+    from tacred.analysis.inspection import load_split, predict_split, run_folder
     from tacred.scoring import format_report
     from tacred.threshold import format_comparison, load_threshold, micro_scores
 

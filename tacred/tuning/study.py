@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacred.ablation import dev_f1_by_epoch
+from tacred.analysis.ablation import dev_f1_by_epoch
 from tacred.tuning.space import SearchSpace, TuneError, override_args
 
 log = logging.getLogger(__name__)

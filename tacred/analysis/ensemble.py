@@ -164,7 +164,7 @@ def predict_member(checkpoint: Path, splits: list[str], data_dir: str | None, ba
                    device: str) -> dict[str, MemberPredictions]:
     """Probabilities of one checkpoint on each split (in-process, no Trainer), with its own data options and
     vocabularies."""
-    from tacred.inspection import datamodule_for
+    from tacred.analysis.inspection import datamodule_for
     from tacred.models.module import RelationExtractor
 
     model = RelationExtractor.from_checkpoint(checkpoint, map_location=device)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tacred.ablation import RESULT_FILE, AblationError, RunResult, ordered
-from tacred.ensemble import mean_std
+from tacred.analysis.ablation import RESULT_FILE, AblationError, RunResult, ordered
+from tacred.analysis.ensemble import mean_std
 from tacred.io import atomic_path, read_json, write_json
 
 PROBS_FILE = "test_probabilities.npz"
@@ -39,7 +39,7 @@ class Evaluation:
 def evaluate(checkpoint: str | Path, split: str = "test", batch_size: int = 256) -> Evaluation:
     """Probabilities of a checkpoint on a split of its own data (its saved data options and vocabularies), fp32,
     in-process and without a Trainer, so every stored figure comes from one path whatever the training precision."""
-    from tacred.inspection import datamodule_for
+    from tacred.analysis.inspection import datamodule_for
     from tacred.models.module import RelationExtractor
 
     model = RelationExtractor.from_checkpoint(checkpoint)
@@ -117,7 +117,7 @@ def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
 def significance(out: str | Path, variants: Sequence[str], reference: str, resamples: int = 10_000) -> dict[str, Any]:
     """Paired approximate randomization of each variant's F1 against ``reference`` over the test examples,
     seed s paired with seed s (the seeds both have)."""
-    from tacred.significance import paired_randomization
+    from tacred.analysis.significance import paired_randomization
 
     ref = {r.seed: r for r in load_stored(out, reference)}
     tests = {}
@@ -138,7 +138,7 @@ def significance(out: str | Path, variants: Sequence[str], reference: str, resam
 def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
     """Test F1 (%) of the majority vote and of the averaged probabilities of the given seeds (None: < 2 seeds with
     probabilities)."""
-    from tacred.ensemble import average_vote, majority_vote
+    from tacred.analysis.ensemble import average_vote, majority_vote
     from tacred.scoring import score
 
     runs = [r for r in runs if r.probs is not None]

@@ -13,8 +13,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from tacred.analysis.inspection import AttentionView, TrainingCurves
 from tacred.errors import TacredError
-from tacred.inspection import AttentionView, TrainingCurves
 from tacred.scoring import Score
 from tacred.threshold import Scores, Sweep
 

@@ -15,7 +15,7 @@ from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from tacred.ensemble import mean_std
+from tacred.analysis.ensemble import mean_std
 from tacred.errors import TacredError
 from tacred.io import atomic_path, read_csv_rows, read_json, write_json, write_text_atomic
 
@@ -207,12 +207,12 @@ class Row:
     dev_f1: tuple[float, float]
     delta_f1: float | None  # mean F1 minus the reference row's, in points; None without a reference
     parameters: int
-    p_value: float | None = None  # paired approximate randomization against the reference (tacred.significance)
+    p_value: float | None = None  # paired approximate randomization against the reference (tacred.analysis.significance)
 
 
 def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:
     """One row per variant (row order), scores in percent; Δ F1 against ``reference`` when it has results, and the
-    p-value of ``tests[variant]`` (a :class:`tacred.significance.Significance`) where given."""
+    p-value of ``tests[variant]`` (a :class:`tacred.analysis.significance.Significance`) where given."""
     by_variant: dict[str, list[RunResult]] = {}
     for r in results:
         by_variant.setdefault(r.variant, []).append(r)
