@@ -89,7 +89,7 @@ def test_data_table_covers_the_data_path_and_the_glove_cache(quick_output):
 
 def test_end_to_end_table_has_epoch_time_memory_and_test_throughput(quick_output):
     rows = table_rows(quick_output[0], "End to end")
-    assert [(r[0], r[1]) for r in rows] == [("32-true", "2"), ("bf16-mixed", "2")]
+    assert [(r[0], r[1]) for r in rows] == [("32-true", "2")]  # quick mode: the bf16 row only in `make bench`
     for row in rows:
         assert float(row[2]) > 0 and float(row[3]) > 0  # wall of the short and the long fit
         assert row[5].endswith("MiB") and row[9].endswith("MiB")  # peak RSS of fit and test
