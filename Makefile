@@ -52,10 +52,10 @@ semeval-data: install
 	test -f data/semeval/train.json || $(TACRED) convert semeval2010 $(SEMEVAL_SRC) data/semeval
 
 tune-semeval: semeval-data
-	nice $(TACRED) tune --space configs/tune/semeval_paper.yaml --n-trials $(TRIALS) \
-	  --study-dir docs/results/semeval/tune_paper --trials-dir runs/tune/paper & \
-	nice $(TACRED) tune --space configs/tune/semeval_pa_lstm.yaml --n-trials $(TRIALS) \
-	  --study-dir docs/results/semeval/tune_pa_lstm --trials-dir runs/tune/pa_lstm & \
+	nice $(TACRED) tune --space configs/tune/semeval_paper.yaml --n_trials $(TRIALS) \
+	  --study_dir docs/results/semeval/tune_paper --trials_dir runs/tune/paper & \
+	nice $(TACRED) tune --space configs/tune/semeval_pa_lstm.yaml --n_trials $(TRIALS) \
+	  --study_dir docs/results/semeval/tune_pa_lstm --trials_dir runs/tune/pa_lstm & \
 	wait
 
 results-semeval: semeval-data
@@ -63,9 +63,9 @@ results-semeval: semeval-data
 	  configs/semeval/{paper,pa_lstm}.yaml come from the finished studies (make tune-semeval; docs/results/semeval/README.md)"; exit 2; }
 	$(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/paper.yaml \
 	  configs/semeval/pa_lstm.yaml --seeds 1 2 3 4 5 --checkpoint last \
-	  --out docs/results/semeval --runs-dir runs/results/semeval --extra --num_threads 1
-	$(TACRED) ablate --config configs/semeval.yaml --variants-dir configs/ablations --seeds 1 2 3 \
-	  --checkpoint last --out docs/results/semeval/ablation --runs-dir runs/results/ablation \
+	  --out docs/results/semeval --runs_dir runs/results/semeval --extra --num_threads 1
+	$(TACRED) ablate --config configs/semeval.yaml --variants_dir configs/ablations --seeds 1 2 3 \
+	  --checkpoint last --out docs/results/semeval/ablation --runs_dir runs/results/ablation \
 	  --extra --num_threads 1
 
 bench: install

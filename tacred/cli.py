@@ -89,6 +89,9 @@ def _dispatch(argv: list[str]) -> int:
         known = ", ".join([*LIGHTNING_COMMANDS, *COMMANDS])
         print(f"tacred: error: unknown command {argv[0]!r} (commands: {known}; see tacred --help)", file=sys.stderr)
         return 2
+    from tacred.errors import underscored
+
+    argv = [argv[0], *underscored(argv[1:], stop=None)]  # `--run-dir` is `--run_dir`, as in the other commands
     if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
         from tacred.commands.predict_raw import main as predict_raw
 

@@ -74,7 +74,7 @@ class TacredCLI(LightningCLI):
 
             group = parser.add_argument_group(
                 "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "
-                "[--output table|jsonl]; also --threshold, --spacy-model, --batch-size, --num_threads, --run_dir")
+                "[--output table|jsonl]; also --threshold, --spacy_model, --batch_size, --num_threads, --run_dir")
             for name, options in RAW_OPTIONS:
                 if name != "--overwrite":
                     group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])

@@ -194,7 +194,7 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out, runs = tmp_path / "out", tmp_path / "runs"
     args = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path),
-            "--seeds", "1", "2", "--out", str(out), "--runs-dir", str(runs), "--max-epochs", "3",
+            "--seeds", "1", "2", "--out", str(out), "--runs_dir", str(runs), "--max_epochs", "3",
             "--resamples", "200", "--extra", "--data.data_dir", "d"]
     assert ablate.main(args) == 0
     assert len(fake.calls) == 4
@@ -229,7 +229,7 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
 
     (out / "table.md").unlink()
     capsys.readouterr()
-    assert ablate.main(["--out", str(out), "--table-only", "--resamples", "100"]) == 0 and len(fake.calls) == 4
+    assert ablate.main(["--out", str(out), "--table_only", "--resamples", "100"]) == 0 and len(fake.calls) == 4
     assert (out / "table.md").is_file() and "| final |" in capsys.readouterr().out
 
 
@@ -261,7 +261,7 @@ def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, cap
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--variants", "x.yaml"], "variant file not found: x.yaml"),
-    (["--table-only"], "no result.json under"),
+    (["--table_only"], "no result.json under"),
     ([], "give --variants"),
 ])
 def test_user_errors_exit_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
@@ -346,7 +346,7 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     out = tmp_path / "sweep"
     cmd = [sys.executable, "-m", "tacred", "ablate", "--config", str(REPO / "configs" / "tacred.yaml"),
            "--variants", str(REPO / "configs/ablations/final.yaml"), str(REPO / "configs/ablations/san_r.yaml"),
-           "--seeds", "1", "2", "--out", str(out), "--max-epochs", "1",
+           "--seeds", "1", "2", "--out", str(out), "--max_epochs", "1",
            "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24", "--data.embedding_dim", "24",
            "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
     first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
@@ -368,7 +368,7 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     run = out / "final" / "seed_1"  # pretend the sweep stopped after epoch 1 of a 2-epoch fit
     (run / "result.json").unlink()
     (run / "fit.done").unlink()
-    resumed = subprocess.run([*cmd[: cmd.index("--max-epochs")], "--max-epochs", "2", "--only", "final", "--seeds", "1",
+    resumed = subprocess.run([*cmd[: cmd.index("--max_epochs")], "--max_epochs", "2", "--only", "final", "--seeds", "1",
                               *cmd[cmd.index("--extra"):]], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     stored = json.loads((run / "result.json").read_text())
@@ -377,6 +377,6 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
 
     for name in A.TABLE_FILES:
         (out / name).unlink()
-    only = subprocess.run([sys.executable, "-m", "tacred", "ablate", "--out", str(out), "--table-only"],
+    only = subprocess.run([sys.executable, "-m", "tacred", "ablate", "--out", str(out), "--table_only"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert only.returncode == 0 and all((out / name).is_file() for name in A.TABLE_FILES)

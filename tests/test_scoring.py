@@ -264,7 +264,7 @@ def test_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_command_semeval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gold = write_lines(tmp_path / "key.txt", ["1\tCause-Effect(e1,e2)", "2\tOther", "3\tCause-Effect(e2,e1)"])
     pred = write_lines(tmp_path / "answers.txt", ["3\tCause-Effect(e1,e2)", "2\tOther", "1\tCause-Effect(e1,e2)"])
-    code, out, err = run_command([str(gold), str(pred), "--semeval", "--no-relation", "Other"], capsys)
+    code, out, err = run_command([str(gold), str(pred), "--semeval", "--no_relation", "Other"], capsys)
     assert code == 0 and err == ""
     assert "Cause-Effect  P:  50.00%  R:  50.00%  F1:  50.00%  #: 2" in out
     assert "F1 = 50.00%" in out.splitlines()[-1]

@@ -116,7 +116,7 @@ def test_convert_command_on_a_small_release(tmp_path: Path, nlp, capsys) -> None
     write_release_file(src / "TRAIN_FILE.TXT", BLOCKS)
     write_release_file(src / "TEST_FILE_FULL.TXT", BLOCKS[:2])
     out = tmp_path / "out"
-    assert main(["semeval2010", str(src), str(out), "--dev-size", "1", "--seed", "3"]) == 0
+    assert main(["semeval2010", str(src), str(out), "--dev_size", "1", "--seed", "3"]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"train\s+3 examples", printed) and re.search(r"test\s+2 examples", printed)
     sizes = {name: len(json.loads((out / f"{name}.json").read_text())) for name in ("train", "dev", "test")}
@@ -127,14 +127,14 @@ def test_convert_command_on_a_small_release(tmp_path: Path, nlp, capsys) -> None
     assert (out / "README").is_file()
     assert main(["semeval2010", str(tmp_path / "nowhere"), str(out)]) == 2
     assert "TRAIN_FILE.TXT" in capsys.readouterr().err
-    assert main(["semeval2010", str(src), str(out), "--dev-size", "1", "--spacy-model", "no_such_model_xyz"]) == 2
+    assert main(["semeval2010", str(src), str(out), "--dev_size", "1", "--spacy_model", "no_such_model_xyz"]) == 2
     assert "no_such_model_xyz" in capsys.readouterr().err
 
 
 def test_convert_synthetic_subcommand(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tacred", "convert", "synthetic", str(tmp_path), "--n-train", "20",
-         "--n-dev", "5", "--n-test", "5", "--seed", "1"],
+        [sys.executable, "-m", "tacred", "convert", "synthetic", str(tmp_path), "--n_train", "20",
+         "--n_dev", "5", "--n_test", "5", "--seed", "1"],
         capture_output=True, text=True, check=False, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

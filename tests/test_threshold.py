@@ -149,7 +149,7 @@ def test_tune_command_errors_are_one_line(checkpoint, tmp_path, capsys):
     assert "checkpoint not found" in capsys.readouterr().err
     assert main(["apply", "--ckpt_path", str(checkpoint), "--threshold", str(tmp_path / "x.json")]) == 2
     assert "no such file" in capsys.readouterr().err
-    assert main(["tune", "--ckpt_path", str(checkpoint), "--target-precision", "1.5"]) == 2
+    assert main(["tune", "--ckpt_path", str(checkpoint), "--target_precision", "1.5"]) == 2
     assert "target precision must lie in (0, 1]" in capsys.readouterr().err
 
 

@@ -112,7 +112,7 @@ def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Pat
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     space = tiny_space(tmp_path, demo_data)
     study = tmp_path / "study"
-    assert tune.main(["--space", str(space), "--n-trials", "2", "--study-dir", str(study)]) == 0
+    assert tune.main(["--space", str(space), "--n_trials", "2", "--study_dir", str(study)]) == 0
     out = capsys.readouterr().out
     assert "best trial" in out and "model.lr:" in out
     records = json.loads((study / "trials.json").read_text())
@@ -129,12 +129,12 @@ def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Pat
     assert "Best: trial" in (study / "summary.md").read_text()
 
     # the same command again: the study already has its trials, nothing is trained
-    assert tune.main(["--space", str(space), "--n-trials", "2", "--study-dir", str(study)]) == 0
+    assert tune.main(["--space", str(space), "--n_trials", "2", "--study_dir", str(study)]) == 0
     assert len(json.loads((study / "trials.json").read_text())) == 2
 
     # a fresh storage (another machine, a fresh clone) is seeded from trials.json and the study goes on
     (study / "trials" / "study.db").unlink()
-    assert tune.main(["--space", str(space), "--n-trials", "3", "--study-dir", str(study)]) == 0
+    assert tune.main(["--space", str(space), "--n_trials", "3", "--study_dir", str(study)]) == 0
     records = json.loads((study / "trials.json").read_text())
     assert len(records) == 3
     assert records[2]["params"] not in [r["params"] for r in records[:2]], "the resumed sampler draws anew"
@@ -151,7 +151,7 @@ def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Pat
 def test_a_killed_study_resumes_its_running_trial_from_last_ckpt(tmp_path: Path, demo_data: Path) -> None:
     space = tiny_space(tmp_path, demo_data, epochs=4)
     study = tmp_path / "study"
-    cmd = [sys.executable, "-m", "tacred", "tune", "--space", str(space), "--n-trials", "1", "--study-dir",
+    cmd = [sys.executable, "-m", "tacred", "tune", "--space", str(space), "--n_trials", "1", "--study_dir",
            str(study), "--heartbeat", "1", "--grace", "2"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     last = study / "trials" / "trial_0000" / "checkpoints" / "last.ckpt"
@@ -187,7 +187,7 @@ def test_user_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Capture
     assert "bad.yaml: not valid YAML" in capsys.readouterr().err
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump({**SPACE, "configs": [str(tmp_path / "nope.yaml")]}))
-    assert tune.main(["--space", str(good), "--study-dir", str(tmp_path / "s")]) == 2
+    assert tune.main(["--space", str(good), "--study_dir", str(tmp_path / "s")]) == 2
     assert "nope.yaml: file not found" in capsys.readouterr().err
-    assert tune.main(["--space", str(good), "--n-trials", "0"]) == 2
-    assert "--n-trials must be at least 1" in capsys.readouterr().err
+    assert tune.main(["--space", str(good), "--n_trials", "0"]) == 2
+    assert "--n_trials must be at least 1" in capsys.readouterr().err

@@ -67,10 +67,10 @@ def find_variants(files: Sequence[str | Path] = (), directory: str | Path | None
     if directory is not None:
         folder = Path(directory)
         if not folder.is_dir():
-            raise AblationError(f"--variants-dir {folder}: not a directory")
+            raise AblationError(f"--variants_dir {folder}: not a directory")
         found = {p.stem: p for p in [*folder.glob("*.yaml"), *folder.glob("*.yml")]}
         if not found:
-            raise AblationError(f"--variants-dir {folder}: no .yaml files in it")
+            raise AblationError(f"--variants_dir {folder}: no .yaml files in it")
         paths += [found[name] for name in ordered(found)]
     variants: dict[str, Variant] = {}
     for path in paths:

@@ -185,7 +185,7 @@ def stack_members(members: list[tuple[str, MemberPredictions]], split: str) -> t
     for name, member in members[1:]:
         if member.ids != first.ids or member.gold != first.gold:
             raise EnsembleError(f"{split}: {name} predicted other examples (or other gold labels) than {first_name}; "
-                                f"members must be scored on the same data (use --data-dir)")
+                                f"members must be scored on the same data (use --data_dir)")
         stacked.append(align_labels(member.probs, member.labels, first.labels, member=name))
     return np.stack(stacked), first  # (K, N, C)
 

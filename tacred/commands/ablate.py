@@ -46,9 +46,9 @@ over seeds, Δ F1 and a paired approximate-randomization p-value against --refer
 summary.json (per variant: F1 per seed, both ensembles over seeds) and dev_curves.png.
 
 Independent jobs (e.g. a cluster array): `tacred ablate ARGS --list` prints 'VARIANT SEED todo|done' per run;
-job k runs `tacred ablate ARGS --only VARIANT --seeds SEED`; afterwards `tacred ablate --out OUT --table-only`.
+job k runs `tacred ablate ARGS --only VARIANT --seeds SEED`; afterwards `tacred ablate --out OUT --table_only`.
 
-example: tacred ablate --config configs/tacred.yaml --variants-dir configs/ablations --seeds 1 2 3 \\
+example: tacred ablate --config configs/tacred.yaml --variants_dir configs/ablations --seeds 1 2 3 \\
            --out runs/ablate --extra --data.data_dir data/tacred --data.glove_path glove.840B.300d.txt
 """
 
@@ -58,19 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="base config every variant overrides, e.g. configs/tacred.yaml")
     p.add_argument("--variants", nargs="+", default=[], metavar="YAML", help="variant override files (table rows)")
-    p.add_argument("--variants-dir", help="every *.yaml in this folder is a variant, e.g. configs/ablations")
+    p.add_argument("--variants_dir", help="every *.yaml in this folder is a variant, e.g. configs/ablations")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds per variant (default: 1 2 3)")
     p.add_argument("--out", default="runs/ablate", help="results folder: result.json per run, tables (default: runs/ablate)")
-    p.add_argument("--runs-dir", help="training run folders with checkpoints and logs (default: OUT)")
+    p.add_argument("--runs_dir", help="training run folders with checkpoints and logs (default: OUT)")
     p.add_argument("--resamples", type=int, default=10_000,
                    help="approximate-randomization resamples of the significance column (default: 10000)")
     p.add_argument("--only", nargs="+", metavar="VARIANT", help="run only these variants (by file name)")
-    p.add_argument("--max-epochs", type=int, help="override trainer.max_epochs of every variant")
+    p.add_argument("--max_epochs", type=int, help="override trainer.max_epochs of every variant")
     p.add_argument("--checkpoint", choices=("best", "last"), default="best",
                    help="test the best-dev checkpoint (default) or the last epoch's, as Bilan & Roth report")
     p.add_argument("--reference", default="final", help="variant the Δ F1 column compares with (default: final)")
     p.add_argument("--published", action="store_true", help="add the paper's published TACRED F1 as a column")
-    p.add_argument("--table-only", action="store_true", help="only render the tables from stored result.json files")
+    p.add_argument("--table_only", action="store_true", help="only render the tables from stored result.json files")
     p.add_argument("--list", action="store_true", help="print 'VARIANT SEED STATUS' per run and exit (for job arrays)")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                    help="everything after it is passed to tacred fit, e.g. --extra --data.data_dir D (must come last)")
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.table_only:
             return render(args, [v.name for v in variants] if variants else None)
         if not variants:
-            raise AblationError("give --variants FILE ... or --variants-dir DIR")
+            raise AblationError("give --variants FILE ... or --variants_dir DIR")
         jobs = [(v, s) for v in variants for s in dict.fromkeys(args.seeds)]
         if args.list:
             for v, s in jobs:

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("marked", "offsets"), default="marked",
                         help="input format (default: marked)")
     parser.add_argument("--output", "-o", default=None, metavar="FILE", help="output file (default: stdout)")
-    parser.add_argument("--spacy-model", default=None, metavar="NAME",
+    parser.add_argument("--spacy_model", default=None, metavar="NAME",
                         help="spaCy pipeline (default: the first installed en_core_web_* model)")
     return parser
 

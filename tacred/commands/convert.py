@@ -20,17 +20,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sem.add_argument("src", metavar="SRC", help="folder holding TRAIN_FILE.TXT and TEST_FILE_FULL.TXT")
     sem.add_argument("out", metavar="OUT", help="output folder")
-    sem.add_argument("--dev-size", type=int, default=1500, help="training sentences moved to dev (default: 1500)")
+    sem.add_argument("--dev_size", type=int, default=1500, help="training sentences moved to dev (default: 1500)")
     sem.add_argument("--seed", type=int, default=0, help="seed of the dev sample (default: 0)")
-    sem.add_argument("--spacy-model", default=None, metavar="NAME",
+    sem.add_argument("--spacy_model", default=None, metavar="NAME",
                      help="spaCy pipeline (default: the first installed en_core_web_* model)")
-    sem.add_argument("--batch-size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
+    sem.add_argument("--batch_size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
     syn = sub.add_parser("synthetic", help="the generated demo corpus (no external data)")
     syn.add_argument("out", metavar="OUT", help="output folder")
     syn.add_argument("--seed", type=int, default=13, help="generator seed (default: 13)")
-    syn.add_argument("--n-train", type=int, default=3000, help="training examples (default: 3000)")
-    syn.add_argument("--n-dev", type=int, default=600, help="dev examples (default: 600)")
-    syn.add_argument("--n-test", type=int, default=600, help="test examples (default: 600)")
+    syn.add_argument("--n_train", type=int, default=3000, help="training examples (default: 3000)")
+    syn.add_argument("--n_dev", type=int, default=600, help="dev examples (default: 600)")
+    syn.add_argument("--n_test", type=int, default=600, help="test examples (default: 600)")
     return parser
 
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
     if args.batch_size < 1:
-        print(f"tacred convert: error: --batch-size must be at least 1, got {args.batch_size}", file=sys.stderr)
+        print(f"tacred convert: error: --batch_size must be at least 1, got {args.batch_size}", file=sys.stderr)
         return 2
     try:
         check_release(args.src, args.dev_size)

@@ -26,9 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (member runs go to DIR/seed-S)")
     parser.add_argument("--use", choices=("best", "last"), default="best",
                         help="which checkpoint of a trained member to use: best dev F1 (default) or the last epoch")
-    parser.add_argument("--data-dir", metavar="DIR", help="data folder for predicting (default: each member's own)")
+    parser.add_argument("--data_dir", metavar="DIR", help="data folder for predicting (default: each member's own)")
     parser.add_argument("--splits", nargs="+", default=list(SPLITS), choices=SPLITS, help="splits to predict and score")
-    parser.add_argument("--batch-size", type=int, default=256, help="prediction batch size (default: 256)")
+    parser.add_argument("--batch_size", type=int, default=256, help="prediction batch size (default: 256)")
     parser.add_argument("--device", default="cpu", help="torch device for predicting (default: cpu)")
     return parser
 
@@ -46,7 +46,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise EnsembleError(f"--device {args.device!r}: no CUDA GPU is available")
     if args.batch_size < 1:
-        raise EnsembleError(f"--batch-size {args.batch_size}: must be at least 1")
+        raise EnsembleError(f"--batch_size {args.batch_size}: must be at least 1")
     if args.checkpoints:
         resolved: dict[Path, str] = {}
         for given in args.checkpoints:

@@ -39,9 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model (vocabularies included)")
     for name, kwargs in RAW_OPTIONS:
         p.add_argument(name, **({"required": True} if name == "--sentences" else {}), **kwargs)
-    p.add_argument("--spacy-model", "--data.spacy_model", dest="spacy_model", default=None,
+    p.add_argument("--spacy_model", "--data.spacy_model", dest="spacy_model", default=None,
                    help="spaCy pipeline (default: the installed English model)")
-    p.add_argument("--batch-size", "--data.batch_size", "--data.eval_batch_size", dest="batch_size", type=int,
+    p.add_argument("--batch_size", "--data.batch_size", "--data.eval_batch_size", dest="batch_size", type=int,
                    default=50)
     p.add_argument("--threshold", "--model.no_relation_threshold", dest="threshold", default=None,
                    help="no-relation threshold t (a number or a threshold.json from `tacred threshold tune`); "
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     source = "<stdin>" if args.sentences == "-" else args.sentences
     try:
         if args.batch_size < 1 or (args.num_threads is not None and args.num_threads < 1):
-            raise ValueError("--batch-size and --num_threads must be at least 1")
+            raise ValueError("--batch_size and --num_threads must be at least 1")
         lines = read_text(args.sentences, "sentences").splitlines()
         _check_lines(lines, args.format, source)
         if not any(line.strip() for line in lines):

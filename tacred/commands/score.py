@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                "otherwise by position.")
     parser.add_argument("gold", metavar="GOLD", help="gold labels")
     parser.add_argument("pred", metavar="PRED", help="predicted labels")
-    parser.add_argument("--no-relation", default=NO_RELATION, metavar="LABEL",
+    parser.add_argument("--no_relation", default=NO_RELATION, metavar="LABEL",
                         help=f"the label ignored by the scorer (default: {NO_RELATION}; 'Other' for raw SemEval)")
     parser.add_argument("--semeval", action="store_true",
                         help="also print SemEval-2010 Task 8's official macro-F1 (directed labels, Other excluded)")
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         return report("score", err)
     if args.no_relation not in gold:
         print(f"tacred score: warning: no gold label is {args.no_relation!r}; every label counts as a "
-              f"relation (set --no-relation?)", file=sys.stderr)
+              f"relation (set --no_relation?)", file=sys.stderr)
     if args.json:
         out = {"num_examples": len(gold), "no_relation": args.no_relation, **result.to_dict()}
         if semeval is not None:

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_threads", type=int, default=None, help="torch CPU threads per worker")
     p.add_argument("--threshold", default=None,
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
-    p.add_argument("--spacy-model", default=None, help="spaCy pipeline for raw text (default: the installed English one)")
+    p.add_argument("--spacy_model", default=None, help="spaCy pipeline for raw text (default: the installed English one)")
     p.add_argument("--timeout", type=float, default=30, help="seconds a request may wait before HTTP 504")
     p.add_argument("--log_level", default="warning", choices=("debug", "info", "warning", "error"))
     return p

@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="action", required=True, metavar="{tune,apply}")
     tune = sub.add_parser("tune", help="choose T maximising F1 (or recall at a target precision) on dev")
     _source(tune, "dev")
-    tune.add_argument("--target-precision", "--target_precision", dest="target_precision", type=float, default=None,
+    tune.add_argument("--target_precision", dest="target_precision", type=float, default=None,
                       metavar="P", help="maximise recall subject to precision >= P (0 < P <= 1) instead of F1")
     tune.add_argument("--output", "-o", default=None, metavar="JSON",
                       help="where to write (default: threshold.json next to the checkpoint)")

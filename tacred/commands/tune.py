@@ -15,13 +15,13 @@ The study lives in an RDB storage: by default an SQLite file TRIALS_DIR/study.db
 again continues it (a trial whose process died is retried with the same parameters and resumes from its
 last.ckpt once --grace seconds have passed). After every trial STUDY_DIR/trials.json records the finished
 trials as data; a new, empty storage is seeded from it, so a study kept in git continues on a fresh clone. Several processes or machines run trials of one study in parallel
-when they share one --storage URL (postgresql://... or mysql://...; see docs/distributed.md) and a --trials-dir
-each. --n-trials is the total number of finished (complete or pruned) trials the study should reach.
+when they share one --storage URL (postgresql://... or mysql://...; see docs/distributed.md) and a --trials_dir
+each. --n_trials is the total number of finished (complete or pruned) trials the study should reach.
 
 Outputs in STUDY_DIR: best.yaml (the best trial's parameters as a config file), trials.csv, summary.md,
 trials.json.
 
-example: tacred tune --space configs/tune/semeval_paper.yaml --n-trials 30 --study-dir runs/tune/paper
+example: tacred tune --space configs/tune/semeval_paper.yaml --n_trials 30 --study_dir runs/tune/paper
          tacred fit --config configs/semeval.yaml --config runs/tune/paper/best.yaml --run_dir runs/best
 """
 
@@ -31,16 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--space", required=True, help="search space YAML (e.g. configs/tune/semeval_paper.yaml)")
     p.add_argument("--config", action="append", default=[], help="further config for every trial (repeatable)")
-    p.add_argument("--study-name", help="name of the study in the storage (default: the space file's name)")
-    p.add_argument("--study-dir", help="study folder: study.db and summaries (default: runs/tune/STUDY_NAME)")
-    p.add_argument("--trials-dir", help="where trial run folders go (default: STUDY_DIR/trials)")
+    p.add_argument("--study_name", help="name of the study in the storage (default: the space file's name)")
+    p.add_argument("--study_dir", help="study folder: study.db and summaries (default: runs/tune/STUDY_NAME)")
+    p.add_argument("--trials_dir", help="where trial run folders go (default: STUDY_DIR/trials)")
     p.add_argument("--storage", help="Optuna RDB storage URL (default: sqlite:///TRIALS_DIR/study.db)")
-    p.add_argument("--n-trials", type=int, default=20, help="finished trials the study should have (default: 20)")
+    p.add_argument("--n_trials", type=int, default=20, help="finished trials the study should have (default: 20)")
     p.add_argument("--timeout", type=float, help="stop starting new trials after this many seconds")
     p.add_argument("--heartbeat", type=int, default=60, help="seconds between a running trial's heartbeats")
     p.add_argument("--grace", type=int, default=180,
                    help="seconds without a heartbeat after which a trial counts as dead and is retried")
-    p.add_argument("--summary-only", action="store_true", help="only write best.yaml, trials.csv, summary.md")
+    p.add_argument("--summary_only", action="store_true", help="only write best.yaml, trials.csv, summary.md")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                    help="everything after it is passed to every tacred fit (must come last)")
     return p
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, space: object) -> int:
     )
 
     if args.n_trials < 1:
-        raise TuneError(f"--n-trials must be at least 1; got {args.n_trials}")
+        raise TuneError(f"--n_trials must be at least 1; got {args.n_trials}")
     if args.timeout is not None and args.timeout <= 0:
         raise TuneError(f"--timeout must be positive; got {args.timeout}")
     for path in [*space.configs, *args.config]:

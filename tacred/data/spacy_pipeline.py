@@ -84,7 +84,7 @@ def load_spacy(name: str | None = None) -> Language:
         except OSError as err:
             raise SpacyModelError(
                 f"spaCy model '{name}' cannot be loaded ({err}); install it with "
-                f"`python -m spacy download {name}` or pass another model with --spacy-model"
+                f"`python -m spacy download {name}` or pass another model with --spacy_model"
             ) from err
     return _LOADED[name]
 
