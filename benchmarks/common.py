@@ -26,8 +26,7 @@ SEMEVAL_SOURCE = REPO.parent / "shared" / "data" / "semeval2010_task8"
 # Quick mode's network: small enough that the bf16-mixed rows take seconds on a CPU without bf16 instructions
 # (the paper's network under bf16 emulation makes `--quick` minutes long); its figures measure nothing anyway.
 QUICK_NETWORK = {"word_dim": 24, "ffn_dim": 16, "attention_dim": 16}
-QUICK_FIT_ARGS = ["--data.embedding_dim", str(QUICK_NETWORK["word_dim"]),
-                  *(arg for key, value in QUICK_NETWORK.items() for arg in (f"--model.network.{key}", str(value)))]
+QUICK_FIT_ARGS = [arg for key, value in QUICK_NETWORK.items() for arg in (f"--model.network.{key}", str(value))]
 
 
 # -- machine -------------------------------------------------------------------------------------------

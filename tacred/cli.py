@@ -166,6 +166,8 @@ def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
         raise CheckpointError(f"{ckpt_path}: its stored configuration is not a mapping of options")
     for key in ("ckpt_path", "resume", "verbose"):
         data.pop(key, None)
+    # checkpoints written before data.embedding_dim became a link target of model.network.word_dim hold both
+    (data.get("data") or {}).pop("embedding_dim", None)
     # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply
     for key in ("devices", "num_nodes", "strategy", "accelerator"):
         (data.get("trainer") or {}).pop(key, None)

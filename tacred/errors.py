@@ -60,8 +60,16 @@ def one_line(err: BaseException) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
+# linked options whose source is a field of a nested option (jsonargparse names only the nested option)
+LINK_SOURCES = {"data.embedding_dim": "model.network.word_dim"}
+
+
 def option_message(text: str) -> str:
     """jsonargparse's message for a bad value, shortened to ``--OPTION 'VALUE': expected ...``."""
+    linked = re.search(r'Linked "([^"]+)" must be given via "([^"]+)"', text)
+    if linked:
+        source = LINK_SOURCES.get(linked.group(1), linked.group(2))
+        return f"--{linked.group(1)}: cannot be set on its own; it follows --{source}"
     keys = re.findall(r'Parser key "([^"]+)"', text)
     if not keys:
         return text

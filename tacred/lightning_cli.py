@@ -43,6 +43,19 @@ class ConfigInCheckpoint(SaveConfigCallback):
         checkpoint["tacred_config"] = self.parser.dump(config, skip_none=False)
 
 
+def _word_dim(network: Any) -> int:
+    """``model.network.word_dim`` as parsed (a namespace, in class_path/init_args form or not, a mapping or a
+    NetworkConfig; None: the default)."""
+    from tacred.models.config import NetworkConfig
+
+    if network is None:
+        return NetworkConfig().word_dim
+    if isinstance(network, dict | Namespace) and network.get("init_args") is not None:
+        network = network["init_args"]  # class_path/init_args form
+    value = network.get("word_dim") if isinstance(network, dict | Namespace) else getattr(network, "word_dim", None)
+    return NetworkConfig().word_dim if value is None else value
+
+
 class TacredCLI(LightningCLI):
     def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None, **kwargs: Any) -> None:
         quiet_libraries()
@@ -105,6 +118,8 @@ class TacredCLI(LightningCLI):
         parser.link_arguments("data.vocab", "model.vocab", apply_on="instantiate")
         parser.link_arguments("data.word_vectors", "model.word_vectors", apply_on="instantiate")
         parser.link_arguments("seed_everything", "data.seed")
+        # one size for the word vectors: the network's word embedding decides, the data module reads GloVe at it
+        parser.link_arguments("model.network", "data.embedding_dim", compute_fn=_word_dim)
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config

@@ -161,7 +161,3 @@ def check_options(cfg: Any, subcommand: str | None) -> None:
     check_trainer(trainer)
     if cfg.get("num_threads") is not None:
         at_least(cfg.get("num_threads"), 1, "--num_threads")
-    word_dim = (network or {}).get("word_dim") if isinstance(network, Mapping) else None
-    if data.get("glove_path") and word_dim is not None and data.get("embedding_dim") != word_dim:
-        raise ConfigError(f"--data.embedding_dim {data.get('embedding_dim')!r}: must equal --model.network.word_dim "
-                          f"({word_dim}) when --data.glove_path is given")

@@ -298,7 +298,7 @@ def parsed_config(variant: Path, data_dir: Path) -> dict:
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
         TacredCLI(args=["fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--config", str(variant),
                         "--data.data_dir", str(data_dir), "--model.network.word_dim", "24",
-                        "--data.embedding_dim", "24", "--print_config"])
+                        "--print_config"])
     assert done.value.code in (0, None)
     return yaml.safe_load(buf.getvalue())
 
@@ -347,7 +347,7 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     cmd = [sys.executable, "-m", "tacred", "ablate", "--config", str(REPO / "configs" / "tacred.yaml"),
            "--variants", str(REPO / "configs/ablations/final.yaml"), str(REPO / "configs/ablations/san_r.yaml"),
            "--seeds", "1", "2", "--out", str(out), "--max_epochs", "1",
-           "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24", "--data.embedding_dim", "24",
+           "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24",
            "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
     first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = ["--model.network.word_dim", "24", "--data.embedding_dim", "24", "--model.network.ffn_dim", "16",
+SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false"]
 

@@ -21,7 +21,7 @@ DDP = ["--trainer.strategy", "ddp", "--trainer.devices", "2", "--trainer.acceler
 SINGLE = ["--trainer.strategy", "auto", "--trainer.devices", "1", "--trainer.accelerator", "cpu"]
 # 240 training examples in batches of 10: 24 batches, 12 per rank. 60 dev/test examples in batches of 25: 3
 # batches, so rank 0 scores 2 and rank 1 one; uneven shards must still cover every example exactly once.
-FIT = ["--config", "configs/demo.yaml", "--model.network.word_dim", "24", "--data.embedding_dim", "24",
+FIT = ["--config", "configs/demo.yaml", "--model.network.word_dim", "24",
        "--model.network.ffn_dim", "16", "--model.network.attention_dim", "16", "--trainer.enable_progress_bar",
        "false", "--trainer.enable_model_summary", "false", "--data.batch_size", "10", "--data.eval_batch_size",
        "25", "--model.lr", "0.5", "--trainer.max_epochs", "5"]

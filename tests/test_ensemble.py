@@ -24,7 +24,7 @@ from tacred.commands.ensemble import main as ensemble_main
 from tacred.scoring import read_aligned, score
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = ["--model.network.word_dim", "24", "--data.embedding_dim", "24", "--model.network.ffn_dim", "16",
+SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false"]
 TRAIN = ["--trainer.max_epochs", "8", "--data.batch_size", "10", "--model.lr", "0.3"]  # ~15 s, dev F1 around 0.2

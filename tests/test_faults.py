@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
 # small and quick, but with real learning (dev F1 > 0) and lr decays from epoch 1 on, so a resumed run that
 # lost the scheduler's state, the sampler's epoch or the dropout stream would drift visibly
-FIT = ["--config", "configs/demo.yaml", "--model.network.word_dim", "24", "--data.embedding_dim", "24",
+FIT = ["--config", "configs/demo.yaml", "--model.network.word_dim", "24",
        "--model.network.ffn_dim", "16", "--model.network.attention_dim", "16", "--trainer.enable_progress_bar",
        "false", "--trainer.enable_model_summary", "false", "--data.batch_size", "10", "--model.lr", "0.3",
        "--model.decay_start_epoch", "1", "--trainer.max_epochs", "4"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = ["--model.network.word_dim", "24", "--data.embedding_dim", "24", "--model.network.ffn_dim", "16",
+SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16"]
 NOISE = ("Tip:", "litlogger", "LeafSpec", "weights_only", "Previous log files", "FLOPs", "Flops",
          "smaller than the logging interval", "Test metric", "Traceback")

@@ -19,7 +19,7 @@ from tacred.scoring import score
 from tacred.tracking import RUN_ID_KEY, fill_logger_defaults, relation_rows, resume_wandb_run
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = ["--model.network.word_dim", "24", "--data.embedding_dim", "24", "--model.network.ffn_dim", "16",
+SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false", "--data.batch_size", "20"]
 

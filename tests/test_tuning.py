@@ -96,7 +96,7 @@ def tiny_space(tmp_path: Path, demo_data: Path, epochs: int = 2) -> Path:
     space = {
         "configs": [str(REPO / "configs" / "demo.yaml")],
         "fixed": {"trainer.max_epochs": epochs, "data.data_dir": str(demo_data), "model.network.word_dim": 24,
-                  "data.embedding_dim": 24, "model.network.ffn_dim": 16, "model.network.attention_dim": 16},
+                  "model.network.ffn_dim": 16, "model.network.attention_dim": 16},
         "sampler": {"name": "random", "seed": 0},
         "pruner": {"name": "none"},
         "parameters": {"model.lr": {"type": "float", "low": 0.1, "high": 1.0, "log": True},

@@ -251,7 +251,7 @@ def train_demo_model(work_dir: str | Path, epochs: int = 2, n_train: int = 600, 
         "--seed_everything", str(seed), "--trainer.max_epochs", str(epochs), "--trainer.accelerator", "cpu",
         "--trainer.devices", "1", "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
         "--trainer.log_every_n_steps", "1", "--model.network.word_dim", str(word_dim),
-        "--data.embedding_dim", str(word_dim), "--data.batch_size", "25", "--model.decay_start_epoch", "3",
+        "--data.batch_size", "25", "--model.decay_start_epoch", "3",
     ])
     if code != 0 or not best.is_file():
         raise RuntimeError(f"training the demo model in {work / 'run'} failed (tacred fit returned {code})")

@@ -152,7 +152,7 @@ def read_glove_vectors(
                 if lineno == 1:
                     _check_first_line(line, cut, dim, spaces, name)
             else:
-                hint = f" (a {spaces}-d file? set dim={spaces}: --data.embedding_dim {spaces})" if lineno == 1 and spaces else ""
+                hint = f" (a {spaces}-d file? set dim={spaces}: --model.network.word_dim {spaces})" if lineno == 1 and spaces else ""
                 raise GloveFormatError(f"{name}, line {lineno}: expected {dim} values, found {spaces}{hint}")
             token = line[:cut]
             vector = None
@@ -189,7 +189,7 @@ def _is_header(line: str, dim: int, name: str) -> bool:
         return False
     if int(fields[1]) != dim:
         raise GloveFormatError(f"{name}, line 1: the header says {fields[1]}-d vectors, expected {dim} "
-                               f"(pass --data.embedding_dim {fields[1]} and --model.network.word_dim {fields[1]})")
+                               f"(pass --model.network.word_dim {fields[1]})")
     return True
 
 
@@ -219,7 +219,7 @@ def _check_first_line(line: str, cut: int, dim: int, spaces: int, name: str) -> 
         [float(piece) for piece in extra]
     except ValueError:
         return
-    raise GloveFormatError(f"{name}, line 1: expected {dim} values, found {spaces} (a {spaces}-d file? set dim={spaces}: --data.embedding_dim {spaces})")
+    raise GloveFormatError(f"{name}, line 1: expected {dim} values, found {spaces} (a {spaces}-d file? set dim={spaces}: --model.network.word_dim {spaces})")
 
 
 def build_embedding_matrix(
