@@ -47,11 +47,7 @@ class PredictionFileWriter(BasePredictionWriter):
         self._outputs.append((batch.index.cpu(), prediction))  # prediction: label probabilities (B, L)
 
     def write_on_epoch_end(self, trainer: Any, pl_module: Any, predictions: Any, batch_indices: Any) -> None:
-        from tacred.reports import write_predictions
+        from tacred.reports import stack_outputs, write_predictions
 
         outputs, self._outputs = self._outputs, []
-        if outputs:
-            index, probs = torch.cat([i for i, _ in outputs]), torch.cat([p for _, p in outputs])
-        else:
-            index, probs = torch.empty(0, dtype=torch.long), torch.empty(0, len(pl_module.vocab.labels))
-        write_predictions(pl_module, index, probs)
+        write_predictions(pl_module, *stack_outputs(outputs, len(pl_module.vocab.labels)))

@@ -89,9 +89,6 @@ def _dispatch(argv: list[str]) -> int:
         known = ", ".join([*LIGHTNING_COMMANDS, *COMMANDS])
         print(f"tacred: error: unknown command {argv[0]!r} (commands: {known}; see tacred --help)", file=sys.stderr)
         return 2
-    from tacred.errors import underscored
-
-    argv = [argv[0], *underscored(argv[1:], stop=None)]  # `--run-dir` is `--run_dir`, as in the other commands
     if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
         from tacred.commands.predict_raw import main as predict_raw
 
@@ -103,7 +100,10 @@ def run_lightning(argv: list[str]) -> int:
     """Run a Lightning sub-command; a failed command removes what it added to the run folder (see
     :class:`tacred.errors.RunFolderGuard`), and its error reaches :func:`main` as one line."""
     from tacred.config_files import check_config_files
-    from tacred.errors import RunFolderGuard
+    from tacred.errors import RunFolderGuard, underscored
+
+    # `--run-dir` is `--run_dir`, as for the argparse commands (whose parser, OneLineParser, does the same)
+    argv = [argv[0], *underscored(argv[1:], stop=None)]
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))

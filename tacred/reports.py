@@ -12,6 +12,13 @@ from tacred.scoring import format_report, format_semeval_report, score, semeval_
 from tacred.threshold import apply_threshold, format_comparison, micro_scores
 
 
+def stack_outputs(outputs: list[tuple[torch.Tensor, torch.Tensor]], num_labels: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (index, probabilities) of every batch of an epoch as two tensors (N,) and (N, L); empty ones for none."""
+    if not outputs:
+        return torch.empty(0, dtype=torch.long), torch.empty(0, num_labels)
+    return torch.cat([i for i, _ in outputs]), torch.cat([p for _, p in outputs])
+
+
 def gather_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Collect (index, probabilities) from every process (``LightningModule.all_gather``); each example must appear
     exactly once. Shards may differ in size: each is padded to the largest (index -1) and the padding dropped."""

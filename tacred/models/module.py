@@ -184,16 +184,11 @@ class RelationExtractor(L.LightningModule):
         self._outputs = []
 
     def on_test_epoch_end(self) -> None:
-        from tacred.reports import write_test_outputs
+        from tacred.reports import stack_outputs, write_test_outputs
 
         self._log_scores("test")
-        write_test_outputs(self, *self._collected())
-
-    def _collected(self) -> tuple[torch.Tensor, torch.Tensor]:
         outputs, self._outputs = self._outputs, []
-        if not outputs:
-            return torch.empty(0, dtype=torch.long), torch.empty(0, len(self.vocab.labels))
-        return torch.cat([i for i, _ in outputs]), torch.cat([p for _, p in outputs])
+        write_test_outputs(self, *stack_outputs(outputs, len(self.vocab.labels)))
 
     # -- optimisation ---------------------------------------------------------------------------
     def configure_optimizers(self) -> dict[str, Any]:
