@@ -1,5 +1,5 @@
-"""Benchmark 4: the data path (JSON file → validated examples → vocabularies → EncodedSplit → batches) and the
-GloVe matrix cache (first build from a synthetic GloVe text file vs the cached second load).
+"""Benchmark 4: the data path (JSON file → validated examples → vocabularies → EncodedSplit → batches), the lemma
+cache (spaCy's first pass vs the cached second) and the GloVe matrix cache (first build from a synthetic GloVe text file vs the cached second load).
 """
 
 from __future__ import annotations
@@ -86,12 +86,33 @@ def _data_rows(table: Table, cold: Path, labels: Path) -> None:
     _, seconds = timed(lambda: [split.collate(b) for b in sampler])
     table.add("EncodedSplit → batches of 50 (sample + collate)", n, seconds, n / seconds)
 
+    lemma_rows(table, examples, cold.parent.parent / "lemma-cache")
+
     def whole() -> int:
         dm = TacredDataModule(data_dir=str(cold.parent), labels=str(labels), entity_masking=False)
         return sum(len(b) for b in dm.train_dataloader())  # loads, builds the vocabularies, encodes, batches
 
     count, seconds = timed(whole)
     table.add("TacredDataModule: file → batches (Arrow cache warm)", count, seconds, count / seconds)
+
+
+def lemma_rows(table: Table, examples: list, cache: Path) -> None:
+    """spaCy lemmas of every sentence (the lemma input variant): the first pass runs the lemmatizer, the second
+    reads the cache (keyed by the tokens and the model's name and version). The model is loaded before timing."""
+    from tacred.data.lemmas import lemmatize
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy, model_id
+
+    try:
+        nlp = load_spacy()
+    except SpacyModelError as err:
+        table.notes.append(f"lemma rows left out: {err}")
+        return
+    tokens = [list(ex.tokens) for ex in examples]
+    n = len(tokens)
+    _, seconds = timed(lambda: lemmatize(tokens, nlp=nlp, cache_dir=cache))
+    table.add(f"lemmas, first pass (spaCy {model_id(nlp)}, then cached)", n, seconds, n / seconds)
+    _, seconds = timed(lambda: lemmatize(tokens, nlp=nlp, cache_dir=cache))
+    table.add("lemmas again (from the lemma cache)", n, seconds, n / seconds)
 
 
 def _labels(path: Path) -> list[str]:

@@ -82,6 +82,8 @@ def test_data_table_covers_the_data_path_and_the_glove_cache(quick_output):
     stages = [r[0] for r in rows]
     assert any(s.startswith("JSON → validated examples") for s in stages)
     assert any(s.startswith("TacredDataModule: file → batches") for s in stages)
+    assert any(s.startswith("lemmas, first pass (spaCy ") for s in stages)
+    assert "lemmas again (from the lemma cache)" in stages
     first = next(r for r in rows if r[0].startswith("GloVe matrix, first build"))
     second = next(r for r in rows if r[0].startswith("GloVe matrix, second load from the cache"))
     assert first[1] == second[1] == "5,000"
