@@ -62,10 +62,11 @@ def run(quick: bool = False, configs: list[tuple[str, int]] | None = None, repea
     """One row per (precision, threads): s/epoch, peak RSS of fit and test, test sentences/s and start-up."""
     # quick mode is a smoke test of the measurement: one row (each row is four processes of ~10 s start-up)
     configs = configs or ([("32-true", 2)] if quick else [("32-true", 2), ("bf16-mixed", 2)])
+    epochs = (1, 2) if quick else (1, 3)
     table = Table(
         "End to end, `tacred fit` / `tacred test` as a user runs them (configs/semeval.yaml, separate processes)",
-        ["precision", "threads", "fit 1 epoch s", "fit 3 epochs s", "s/epoch", "fit peak RSS", "dev F1 after 3",
-         "test sentences/s", "test start-up s", "test peak RSS"],
+        ["precision", "threads", f"fit {epochs[0]} epoch s", f"fit {epochs[1]} epochs s", "s/epoch", "fit peak RSS",
+         f"dev F1 after {epochs[1]}", "test sentences/s", "test start-up s", "test peak RSS"],
     )
     with tempfile.TemporaryDirectory(prefix="tacred-bench-e2e-") as scratch:
         data = benchmark_data(quick, Path(scratch))
@@ -73,7 +74,6 @@ def run(quick: bool = False, configs: list[tuple[str, int]] | None = None, repea
         n_test, batch = len(examples), 20 if quick else 50
         first_batch = Path(scratch) / "test_first_batch.json"
         first_batch.write_text(json.dumps(examples[:batch]), encoding="utf-8")
-        epochs = (1, 2) if quick else (1, 3)
         extra = ["--data.batch_size", str(batch), *QUICK_FIT_ARGS] if quick else []
         for precision, threads in configs:
             short, long, full, one = [], [], [], []

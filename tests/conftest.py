@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,42 @@ os.environ.setdefault("WANDB_MODE", "offline")
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 TACRED_SAMPLE = SHARED_DATA / "tacred_sample"
+
+
+@dataclass
+class Ran:
+    status: int
+    stdout: str
+    stderr: str
+
+
+def run_in_process(*args: str, stdin: str | None = None, check: bool = True) -> Ran:
+    """``tacred ARGS`` through ``tacred.cli.main`` in this process, for tests whose subject is not the process
+    itself (no ~5 s of imports per call): what it returned and printed; torch's thread count is restored after
+    (``--num_threads`` sets it for the process). ``stdin``: what it reads from standard input; ``check``: fail
+    the test unless it returned 0."""
+    import sys
+
+    import torch
+
+    from tacred.cli import main
+
+    out, err, threads, given_stdin = io.StringIO(), io.StringIO(), torch.get_num_threads(), sys.stdin
+    try:
+        if stdin is not None:
+            sys.stdin = io.StringIO(stdin)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as stop:  # jsonargparse's --help and --print_config end the parse
+                status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
+    finally:
+        torch.set_num_threads(threads)
+        sys.stdin = given_stdin
+    ran = Ran(status, out.getvalue(), err.getvalue())
+    if check:
+        assert status == 0, f"tacred {' '.join(args)} returned {status}:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
+    return ran
 
 
 @pytest.fixture(scope="session")

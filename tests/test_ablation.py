@@ -8,8 +8,6 @@ import csv
 import io
 import json
 import statistics
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import yaml
 from tacred.analysis import ablation as A
 from tacred.analysis import results as R
 from tacred.commands import ablate
+from tests.conftest import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 ABLATIONS = sorted((REPO / "configs" / "ablations").glob("*.yaml"))
@@ -341,16 +340,20 @@ def test_ablation_config_parses_and_trains_one_step(path: Path, tiny_data: Path)
 
 
 # -- a real sweep ---------------------------------------------------------------------------------------------------
+def run_ablate(*args: str) -> str:
+    """``tacred ablate ARGS`` in this process (its runs are still `tacred fit` subprocesses); returns its stdout."""
+    return run_in_process("ablate", *args).stdout
+
+
 @pytest.mark.slow
 def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path, tiny_data: Path) -> None:
     out = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "tacred", "ablate", "--config", str(REPO / "configs" / "tacred.yaml"),
-           "--variants", str(REPO / "configs/ablations/final.yaml"), str(REPO / "configs/ablations/san_r.yaml"),
-           "--seeds", "1", "2", "--out", str(out), "--max_epochs", "1",
-           "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24",
-           "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
-    first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
-    assert first.returncode == 0, first.stderr[-3000:]
+    args = ["--config", str(REPO / "configs" / "tacred.yaml"),
+            "--variants", str(REPO / "configs/ablations/final.yaml"), str(REPO / "configs/ablations/san_r.yaml"),
+            "--seeds", "1", "2", "--out", str(out), "--max_epochs", "1",
+            "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24",
+            "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+    run_ablate(*args)
     results = A.load_results(out)
     runs = [(r.variant, r.seed, r.epochs) for r in results]
     assert runs == [("final", 1, 1), ("final", 2, 1), ("san_r", 1, 1), ("san_r", 2, 1)]
@@ -362,21 +365,18 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     assert len(json.loads((out / "final" / "seed_1" / "result.json").read_text())["test"]["pred"]) == 10
     assert set(json.loads((out / "summary.json").read_text())) == {"final", "san_r"}
 
-    again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert again.returncode == 0 and again.stdout.count("done before, skipped") == 4
+    assert run_ablate(*args).count("done before, skipped") == 4
 
     run = out / "final" / "seed_1"  # pretend the sweep stopped after epoch 1 of a 2-epoch fit
     (run / "result.json").unlink()
     (run / "fit.done").unlink()
-    resumed = subprocess.run([*cmd[: cmd.index("--max_epochs")], "--max_epochs", "2", "--only", "final", "--seeds", "1",
-                              *cmd[cmd.index("--extra"):]], capture_output=True, text=True, cwd=REPO, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    run_ablate(*args[: args.index("--max_epochs")], "--max_epochs", "2", "--only", "final", "--seeds", "1",
+               *args[args.index("--extra"):])
     stored = json.loads((run / "result.json").read_text())
     assert stored["resumed"] is True and stored["epochs"] == 2
     assert "resuming from" in (run / "fit.log").read_text()
 
     for name in A.TABLE_FILES:
         (out / name).unlink()
-    only = subprocess.run([sys.executable, "-m", "tacred", "ablate", "--out", str(out), "--table_only"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert only.returncode == 0 and all((out / name).is_file() for name in A.TABLE_FILES)
+    run_ablate("--out", str(out), "--table_only")
+    assert all((out / name).is_file() for name in A.TABLE_FILES)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import Ran, run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
@@ -17,33 +16,9 @@ SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--trainer.enable_model_summary", "false"]
 
 
-def tacred(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "tacred", *args], cwd=REPO, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"tacred {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def in_process(*args: str) -> None:
-    """``tacred ARGS`` through ``tacred.cli.main`` in this process (no ~5 s of imports per call), torch's thread
-    count restored after; the tests read what it printed with ``capfd``."""
-    import torch
-
-    from tacred.cli import main
-
-    threads = torch.get_num_threads()
-    try:
-        code = main(list(args))
-    finally:
-        torch.set_num_threads(threads)
-    assert code == 0, f"tacred {' '.join(args)} returned {code}"
-
-
-def fit(data: Path, run: Path, *extra: str) -> None:
-    in_process("fit", "--config", str(REPO / "configs" / "demo.yaml"), "--data.data_dir", str(data),
-               "--run_dir", str(run), *SMALL, *extra)
+def fit(data: Path, run: Path, *extra: str) -> Ran:
+    return run_in_process("fit", "--config", str(REPO / "configs" / "demo.yaml"), "--data.data_dir", str(data),
+                          "--run_dir", str(run), *SMALL, *extra)
 
 
 def val_rows(run: Path) -> list[dict]:
@@ -66,22 +41,20 @@ def test_fit_writes_config_checkpoints_and_dev_scores(trained):
     assert all(0.0 <= float(r["val/f1"]) <= 1.0 for r in rows)
 
 
-def test_test_from_the_checkpoint_alone_writes_predictions_and_the_official_report(trained, demo_data, capfd):
-    in_process("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"))
-    printed = capfd.readouterr().out
+def test_test_from_the_checkpoint_alone_writes_predictions_and_the_official_report(trained, demo_data):
+    printed = run_in_process("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt")).stdout
     assert "Precision (micro):" in printed and "F1 (micro):" in printed
     predictions = [json.loads(line) for line in (trained / "test_predictions.jsonl").read_text().splitlines()]
     gold = json.loads((demo_data / "test.json").read_text())
     assert [p["id"] for p in predictions] == [g["id"] for g in gold]
     assert [p["gold"] for p in predictions] == [g["relation"] for g in gold]
-    in_process("score", str(demo_data / "test.json"), str(trained / "test_predictions.jsonl"))
-    score = capfd.readouterr().out
+    score = run_in_process("score", str(demo_data / "test.json"), str(trained / "test_predictions.jsonl")).stdout
     reported = (trained / "test_score.txt").read_text()
     assert score.strip().splitlines()[-1] in reported  # same F1 line as the independent scorer
 
 
 def test_predict_writes_every_label_probability(trained, demo_data):
-    in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
+    run_in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
     rows = [json.loads(line) for line in (trained / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == len(json.loads((demo_data / "test.json").read_text()))
     assert abs(sum(rows[0]["probabilities"].values()) - 1.0) < 1e-3
@@ -91,13 +64,13 @@ def test_predict_writes_every_label_probability(trained, demo_data):
 
 def test_predict_raw_sentences_from_stdin(trained):
     text = "<subj>John Smith</subj> works for <obj>Acme Corp</obj> .\n<subj>Mary</subj> was born in <obj>Paris</obj> .\n"
-    proc = tacred("predict", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--sentences", "-",
-                  "--output", "jsonl", stdin=text)
+    proc = run_in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--sentences", "-",
+                          "--output", "jsonl", stdin=text)
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [(r["subject"], r["object"]) for r in rows] == [("John Smith", "Acme Corp"), ("Mary", "Paris")]
-    bad = tacred("predict", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--sentences", "-",
-                 stdin="no markers here\n", check=False)
-    assert bad.returncode == 2 and "line 1" in bad.stderr
+    bad = run_in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--sentences", "-",
+                         stdin="no markers here\n", check=False)
+    assert bad.status == 2 and "line 1" in bad.stderr
 
 
 def test_same_seed_same_metrics(demo_data, tmp_path):
@@ -108,27 +81,26 @@ def test_same_seed_same_metrics(demo_data, tmp_path):
     assert first == second  # every logged value of that row, loss and learning rate included
 
 
-def test_the_same_command_resumes_from_last_ckpt(demo_data, tmp_path, capfd):
+def test_the_same_command_resumes_from_last_ckpt(demo_data, tmp_path):
     run = tmp_path / "run"
     fit(demo_data, run, "--trainer.max_epochs", "1")
-    capfd.readouterr()
-    fit(demo_data, run, "--trainer.max_epochs", "2")
-    assert "resuming from" in capfd.readouterr().err
+    assert "resuming from" in fit(demo_data, run, "--trainer.max_epochs", "2").stderr
     assert [int(r["epoch"]) for r in val_rows(run)] == [0, 1]
 
 
 def test_a_corrupt_checkpoint_is_a_clear_error(trained, tmp_path):
     broken = tmp_path / "broken.ckpt"
     broken.write_bytes((trained / "checkpoints" / "last.ckpt").read_bytes()[:1000])
-    proc = tacred("test", "--ckpt_path", str(broken), check=False)
-    assert proc.returncode == 2 and "corrupt" in proc.stderr and str(broken) in proc.stderr
-    missing = tacred("test", "--ckpt_path", str(tmp_path / "nothere.ckpt"), check=False)
-    assert missing.returncode == 2 and "nothere.ckpt" in missing.stderr
+    proc = run_in_process("test", "--ckpt_path", str(broken), check=False)
+    assert proc.status == 2 and "corrupt" in proc.stderr and str(broken) in proc.stderr
+    missing = run_in_process("test", "--ckpt_path", str(tmp_path / "nothere.ckpt"), check=False)
+    assert missing.status == 2 and "nothere.ckpt" in missing.stderr
 
 
 def test_print_config_shows_the_paper_hyperparameters():
     # `--run-dir` is `--run_dir`: every option is spelled with underscores and the hyphen spelling is accepted
-    proc = tacred("fit", "--config", "configs/tacred.yaml", "--run-dir", "runs/hyphenated", "--print_config")
+    proc = run_in_process("fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--run-dir", "runs/hyphenated",
+                          "--print_config")
     assert "run_dir: runs/hyphenated" in proc.stdout
     for line in ("num_heads: 3", "ffn_dim: 130", "dropout: 0.4", "attention_dropout: 0.1", "lr: 0.1",
                  "batch_size: 50", "max_epochs: 60", "norm: batch", "activation: rrelu"):

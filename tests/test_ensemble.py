@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +19,7 @@ from tacred.analysis.ensemble import (
 )
 from tacred.commands.ensemble import main as ensemble_main
 from tacred.scoring import read_aligned, score
+from tests.conftest import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
@@ -87,23 +85,21 @@ def test_mean_and_sample_std():
 
 
 # -- the command ----------------------------------------------------------------------------------------------
-def run_ensemble(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "tacred", "ensemble", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+def run_ensemble(*args: str) -> str:
+    """``tacred ensemble ARGS`` in this process (its seeds still train as `tacred fit` subprocesses); its stdout."""
+    return run_in_process("ensemble", *args).stdout
 
 
 @pytest.fixture(scope="module")
-def ensemble_run(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+def ensemble_run(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ensemble")
-    proc = run_ensemble("--config", "configs/demo.yaml", "--seeds", "1", "2", "--out", str(out),
-                        "--data.data_dir", str(demo_data), *TRAIN, *SMALL)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc
+    run_ensemble("--config", str(REPO / "configs" / "demo.yaml"), "--seeds", "1", "2", "--out", str(out),
+                 "--data.data_dir", str(demo_data), *TRAIN, *SMALL)
+    return out
 
 
 def test_ensemble_trains_each_seed_and_scores_members_and_both_ensembles(ensemble_run, demo_data):
-    out, _ = ensemble_run
+    out = ensemble_run
     assert (out / "seed-1" / "checkpoints" / "best.ckpt").is_file() and (out / "seed-2" / "fit_finished.json").is_file()
     summary = json.loads((out / "summary.json").read_text())
     gold_file = demo_data / "test.json"
@@ -123,7 +119,7 @@ def test_ensemble_trains_each_seed_and_scores_members_and_both_ensembles(ensembl
 
 
 def test_vote_rows_record_how_many_members_agreed(ensemble_run):
-    out, _ = ensemble_run
+    out = ensemble_run
     rows = [json.loads(line) for line in (out / "dev_predictions.vote.jsonl").read_text().splitlines()]
     members_rows = [[json.loads(line) for line in (out / f"dev_predictions.seed-{s}.jsonl").read_text().splitlines()]
                     for s in (1, 2)]
@@ -133,17 +129,16 @@ def test_vote_rows_record_how_many_members_agreed(ensemble_run):
 
 
 def test_running_the_same_command_again_skips_finished_seeds(ensemble_run, demo_data):
-    out, _ = ensemble_run
+    out = ensemble_run
     before = (out / "seed-1" / "checkpoints" / "best.ckpt").stat().st_mtime_ns
-    proc = run_ensemble("--config", "configs/demo.yaml", "--seeds", "1", "2", "--out", str(out),
-                        "--data.data_dir", str(demo_data), *TRAIN, *SMALL)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("finished earlier") == 2
+    printed = run_ensemble("--config", str(REPO / "configs" / "demo.yaml"), "--seeds", "1", "2", "--out", str(out),
+                           "--data.data_dir", str(demo_data), *TRAIN, *SMALL)
+    assert printed.count("finished earlier") == 2
     assert (out / "seed-1" / "checkpoints" / "best.ckpt").stat().st_mtime_ns == before
 
 
 def test_existing_checkpoints_and_a_missing_one(ensemble_run, tmp_path, capsys):
-    out, _ = ensemble_run
+    out = ensemble_run
     ckpts = [str(out / f"seed-{s}" / "checkpoints" / "last.ckpt") for s in (1, 2)]
     assert ensemble_main(["--checkpoints", *ckpts, "--out", str(tmp_path / "e"), "--splits", "test"]) == 0
     assert (tmp_path / "e" / "test_predictions.member-2.jsonl").is_file()

@@ -15,19 +15,16 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import run_in_process
+
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
 # small and quick, but with real learning (dev F1 > 0) and lr decays from epoch 1 on, so a resumed run that
 # lost the scheduler's state, the sampler's epoch or the dropout stream would drift visibly
-FIT = ["--config", "configs/demo.yaml", "--model.network.word_dim", "24",
+FIT = ["--config", str(REPO / "configs" / "demo.yaml"), "--model.network.word_dim", "24",
        "--model.network.ffn_dim", "16", "--model.network.attention_dim", "16", "--trainer.enable_progress_bar",
        "false", "--trainer.enable_model_summary", "false", "--data.batch_size", "10", "--model.lr", "0.3",
        "--model.decay_start_epoch", "1", "--trainer.max_epochs", "4"]
-
-
-def tacred(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tacred", *args], cwd=REPO, env=ENV, capture_output=True,
-                          text=True, timeout=600)
 
 
 def fit_command(data: Path, run: Path) -> list[str]:
@@ -46,8 +43,7 @@ def lr_by_epoch(run: Path) -> list[float]:
 
 
 def scores_on_test(run: Path, ckpt: str = "last.ckpt") -> dict:
-    proc = tacred("test", "--ckpt_path", str(run / "checkpoints" / ckpt))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_in_process("test", "--ckpt_path", str(run / "checkpoints" / ckpt), "--overwrite", "true")
     return json.loads((run / "test_metrics.json").read_text())
 
 
@@ -94,10 +90,11 @@ def test_a_corrupt_last_checkpoint_stops_the_same_command_with_a_clear_error(uni
     good = (uninterrupted / "checkpoints" / "last.ckpt").read_bytes()
     last = run / "checkpoints" / "last.ckpt"
     last.write_bytes(good[: len(good) // 2])  # cut off while copying, say
-    proc = subprocess.run(fit_command(demo_data, run), cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 2
-    assert str(last) in proc.stderr and "corrupt" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    # the same command in this process: the subject is its answer, not the process
+    ran = run_in_process(*fit_command(demo_data, run)[3:], check=False)
+    assert ran.status == 2
+    assert str(last) in ran.stderr and "corrupt" in ran.stderr
+    assert "Traceback" not in ran.stderr
     assert not (run / "metrics.csv").exists()  # nothing was trained from scratch
     assert last.read_bytes() == good[: len(good) // 2]  # and the file was left for the user to inspect
 
@@ -110,8 +107,7 @@ def test_a_bad_ckpt_path_is_a_clear_error(problem, uninterrupted, demo_data, tmp
     elif problem == "empty":
         path.write_bytes(b"")
     run = tmp_path / "run"
-    proc = subprocess.run([*fit_command(demo_data, run), "--ckpt_path", str(path)], cwd=REPO, env=ENV,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert str(path) in proc.stderr and "Traceback" not in proc.stderr
+    ran = run_in_process(*fit_command(demo_data, run)[3:], "--ckpt_path", str(path), check=False)
+    assert ran.status == 2, ran.stderr[-2000:]
+    assert str(path) in ran.stderr and "Traceback" not in ran.stderr
     assert not (run / "checkpoints" / "last.ckpt").exists()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_in_process
+
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16"]
@@ -106,12 +108,13 @@ def test_test_outputs_are_never_overwritten_silently(runs):
         assert noise not in first.stdout + first.stderr, noise
     assert "F1 (micro):" in first.stdout
     original = (run / "test_predictions.jsonl").read_text()
-    second = tacred("test", "--ckpt_path", ckpt, "--model.no_relation_threshold", "5")
+    # the noise above is what a user's process prints; the file names below need no process of their own
+    second = run_in_process("test", "--ckpt_path", ckpt, "--model.no_relation_threshold", "5").stdout
     assert (run / "test_predictions.jsonl").read_text() == original
-    assert f"predictions: {run / 'test_predictions-1.jsonl'}" in second.stdout
+    assert f"predictions: {run / 'test_predictions-1.jsonl'}" in second
     assert json.loads((run / "test_metrics-1.json").read_text())["no_relation_threshold"] == 5
     assert "threshold" in (run / "test_score-1.txt").read_text()
-    tacred("test", "--ckpt_path", ckpt, "--overwrite", "true", "--model.no_relation_threshold", "5")
+    run_in_process("test", "--ckpt_path", ckpt, "--overwrite", "true", "--model.no_relation_threshold", "5")
     assert (run / "test_predictions.jsonl").read_text() != original
     assert not (run / "test_predictions-2.jsonl").exists()
 

@@ -17,6 +17,7 @@ from jsonargparse import Namespace
 
 from tacred.scoring import score
 from tacred.tracking import RUN_ID_KEY, fill_logger_defaults, relation_rows, resume_wandb_run
+from tests.conftest import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
@@ -145,10 +146,9 @@ def test_an_offline_wandb_run_without_network(demo_data, tmp_path):
 
 @pytest.mark.parametrize("name", ["wandb.yaml"])
 def test_the_wandb_config_parses(name):
-    proc = subprocess.run([sys.executable, "-m", "tacred", "fit", "--config", "configs/tacred.yaml", "--config",
-                           f"configs/{name}", "--print_config"], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "lightning.pytorch.loggers.WandbLogger" in proc.stdout and "project: tacred" in proc.stdout
+    printed = run_in_process("fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--config",
+                             str(REPO / "configs" / name), "--print_config").stdout
+    assert "lightning.pytorch.loggers.WandbLogger" in printed and "project: tacred" in printed
 
 
 def wandb_records(path: Path) -> list:

@@ -17,6 +17,7 @@ import yaml
 
 from tacred import tuning as T
 from tacred.commands import tune
+from tests.conftest import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,6 +38,25 @@ def test_shipped_spaces_load_and_name_existing_configs() -> None:
         assert space.parameters and space.metric == "val/f1"
         assert all((REPO / c).is_file() for c in space.configs), path
         assert "model.lr" in {p.name for p in space.parameters}
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs" / "tune").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("end", [0, -1])
+def test_shipped_spaces_give_trial_commands_that_parse(path: Path, end: int, tmp_path: Path) -> None:
+    """A trial's `tacred fit` command line, at either end of every range and choice, is a valid configuration
+    holding the drawn values (a typo in a space file would otherwise fail hours into a study)."""
+
+    space = T.SearchSpace.load(path)
+    kinds = {"int": int, "float": float}
+    values = {p.name: p.choices[end] if p.type == "categorical" else kinds[p.type]((p.low, p.high)[end])
+              for p in space.parameters}
+    args = T.Objective(space, tmp_path).fit_args(values, tmp_path / "trial")
+    printed = yaml.safe_load(run_in_process(*args, "--print_config").stdout)
+    for name, value in {**space.fixed, **values}.items():
+        node = printed
+        for part in name.split("."):
+            node = node[part]
+        assert node == value, name
 
 
 @pytest.mark.parametrize(("change", "message"), [
