@@ -51,12 +51,12 @@ TRIALS ?= 24
 semeval-data: install
 	test -f data/semeval/train.json || $(TACRED) convert semeval2010 $(SEMEVAL_SRC) data/semeval
 
+# two studies at a time (2 cores): the paper's network, then the candidate for the best configuration, beside PA-LSTM
 tune-semeval: semeval-data
-	nice $(TACRED) tune --space configs/tune/semeval_paper.yaml --n_trials $(TRIALS) \
-	  --study_dir docs/results/semeval/tune_paper --trials_dir runs/tune/paper & \
-	nice $(TACRED) tune --space configs/tune/semeval_pa_lstm.yaml --n_trials $(TRIALS) \
-	  --study_dir docs/results/semeval/tune_pa_lstm --trials_dir runs/tune/pa_lstm & \
-	wait
+	{ $(call tune,paper) && $(call tune,lstm_self_attention); } & $(call tune,pa_lstm) & wait
+
+tune = nice $(TACRED) tune --space configs/tune/semeval_$(1).yaml --n_trials $(TRIALS) \
+	  --study_dir docs/results/semeval/tune_$(1) --trials_dir runs/tune/$(1)
 
 results-semeval: semeval-data
 	@test -f configs/semeval/paper.yaml -a -f configs/semeval/pa_lstm.yaml || { echo "make results-semeval: \
