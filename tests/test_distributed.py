@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tacred.commands.score import main as score_main
+from tests.conftest import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
@@ -77,7 +78,8 @@ def test_ddp_test_scores_every_example_once_and_matches_the_official_scorer(ddp_
 def test_a_single_process_test_of_the_ddp_model_gives_the_same_predictions_and_scores(ddp_tested, tmp_path):
     ddp_run = ddp_tested
     single = tmp_path / "single"
-    tacred("test", "--ckpt_path", str(ddp_run / "checkpoints" / "last.ckpt"), *SINGLE, "--run_dir", str(single))
+    # the single process needs no process of its own: the DDP runs above are the subprocesses under test
+    run_in_process("test", "--ckpt_path", str(ddp_run / "checkpoints" / "last.ckpt"), *SINGLE, "--run_dir", str(single))
     ddp_pred = [json.loads(line) for line in (ddp_run / "test_predictions.jsonl").read_text().splitlines()]
     one_pred = [json.loads(line) for line in (single / "test_predictions.jsonl").read_text().splitlines()]
     assert [(p["id"], p["relation"]) for p in one_pred] == [(p["id"], p["relation"]) for p in ddp_pred]
@@ -94,7 +96,8 @@ def test_ddp_validation_equals_a_single_process_validation_of_the_same_weights(d
     train = [r for r in rows(ddp_run / "metrics.csv") if r.get("train/loss")]
     assert len(train) == 5 and all(float(r["train/loss"]) > 0 for r in train)
     single = tmp_path / "single"
-    tacred("validate", "--ckpt_path", str(ddp_run / "checkpoints" / "last.ckpt"), *SINGLE, "--run_dir", str(single))
+    run_in_process("validate", "--ckpt_path", str(ddp_run / "checkpoints" / "last.ckpt"), *SINGLE, "--run_dir",
+                   str(single))
     one = rows(single / "validate" / "metrics.csv")[-1]
     for key in ("val/precision", "val/recall", "val/f1"):
         assert close(float(val[-1][key]), float(one[key])), key

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -105,43 +106,63 @@ def run_dirs(wandb_dir: Path) -> list[Path]:
     return sorted((wandb_dir / "wandb").glob("offline-run-*"))
 
 
-def test_an_offline_wandb_run_without_network(demo_data, tmp_path):
-    listener = Listener()
-    wandb_dir, run = tmp_path / "wandb_home", tmp_path / "run"
+@dataclass
+class WandbRun:
+    run: Path  # the tacred run folder
+    wandb_dir: Path
+    fit_output: str
+    connections: int  # to W&B's API or a proxy, during both commands
+
+
+@pytest.fixture(scope="module")
+def wandb_run(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> WandbRun:
+    """`tacred fit` (2 epochs, the best checkpoint logged as an artifact) then `tacred test` of its best checkpoint,
+    offline, each in its own process with W&B's API and every proxy pointing at a local port that counts
+    connections."""
+    base = tmp_path_factory.mktemp("wandb")
+    wandb_dir, run = base / "wandb_home", base / "my-run"
     wandb_dir.mkdir()
+    config = base / "wandb.yaml"
+    config.write_text((REPO / "configs" / "wandb.yaml").read_text().replace("log_model: false", "log_model: true"))
+    listener = Listener()
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env.update(OMP_NUM_THREADS="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="offline", WANDB_DIR=str(wandb_dir),
                WANDB_BASE_URL=listener.url, HTTP_PROXY=listener.url, HTTPS_PROXY=listener.url,
-               http_proxy=listener.url, https_proxy=listener.url, NO_PROXY="", WANDB_SILENT="true")
+               http_proxy=listener.url, https_proxy=listener.url, NO_PROXY="")
 
-    def tacred(*args: str) -> None:
+    def tacred(*args: str) -> str:
         proc = subprocess.run([sys.executable, "-m", "tacred", *args], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
 
     try:
-        tacred("fit", "--config", "configs/demo.yaml", "--config", "configs/wandb.yaml", "--data.data_dir",
-               str(demo_data), "--run_dir", str(run), "--trainer.max_epochs", "2", *SMALL)
-        [fit_run] = run_dirs(wandb_dir)
-        run_id = fit_run.name.rsplit("-", 1)[1]
-        assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)[RUN_ID_KEY] == run_id
-        assert (run / "metrics.csv").is_file()  # the CSV logger of the list still writes into the run folder
-        record = (fit_run / f"run-{run_id}.wandb").read_bytes()
-        for key in (b"val/f1", b"val/loss", b"train/loss", b"lr-SGD", b"decay_start_epoch", b"batch_size"):
-            assert key in record, key  # per-epoch metrics and hyperparameters
-
-        tacred("test", "--ckpt_path", str(run / "checkpoints" / "last.ckpt"))
-        test_run = next(d for d in run_dirs(wandb_dir) if d != fit_run)
-        assert test_run.name.endswith(run_id)  # the same W&B run continues
-        assert (run / "test" / "metrics.csv").is_file()
-        [table] = (test_run / "files" / "media" / "table" / "test").glob("relations_*.table.json")
-        logged = json.loads(table.read_text())
-        expected = json.loads((run / "test_metrics.json").read_text())["relations"]
-        assert {row[0]: row[3] for row in logged["data"]} == {rel: r["f1"] for rel, r in expected.items()}
-        assert list((test_run / "files" / "media" / "table" / "test").glob("confusion_matrix*.table.json"))
+        output = tacred("fit", "--config", "configs/demo.yaml", "--config", str(config), "--data.data_dir",
+                        str(demo_data), "--run_dir", str(run), "--trainer.max_epochs", "2", *SMALL)
+        tacred("test", "--ckpt_path", str(run / "checkpoints" / "best.ckpt"))
     finally:
         listener.close()
-    assert listener.connections == 0, "W&B tried to reach the network in offline mode"
+    return WandbRun(run, wandb_dir, output, listener.connections)
+
+
+def test_an_offline_wandb_run_without_network(wandb_run: WandbRun):
+    run, wandb_dir = wandb_run.run, wandb_run.wandb_dir
+    assert wandb_run.connections == 0, "W&B tried to reach the network in offline mode"
+    fit_run, test_run = run_dirs(wandb_dir)  # offline-run-<time>-<id>: in the order they ran
+    run_id = fit_run.name.rsplit("-", 1)[1]
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)[RUN_ID_KEY] == run_id
+    assert (run / "metrics.csv").is_file()  # the CSV logger of the list still writes into the run folder
+    record = (fit_run / f"run-{run_id}.wandb").read_bytes()
+    for key in (b"val/f1", b"val/loss", b"train/loss", b"lr-SGD", b"decay_start_epoch", b"batch_size"):
+        assert key in record, key  # per-epoch metrics and hyperparameters
+
+    assert test_run.name.endswith(run_id)  # the same W&B run continues
+    assert (run / "test" / "metrics.csv").is_file()
+    [table] = (test_run / "files" / "media" / "table" / "test").glob("relations_*.table.json")
+    logged = json.loads(table.read_text())
+    expected = json.loads((run / "test_metrics.json").read_text())["relations"]
+    assert {row[0]: row[3] for row in logged["data"]} == {rel: r["f1"] for rel, r in expected.items()}
+    assert list((test_run / "files" / "media" / "table" / "test").glob("confusion_matrix*.table.json"))
 
 
 @pytest.mark.parametrize("name", ["wandb.yaml"])
@@ -176,26 +197,12 @@ def wandb_records(path: Path) -> list:
     return out
 
 
-def test_a_wandb_run_is_complete(demo_data, tmp_path):
+def test_a_wandb_run_is_complete(wandb_run: WandbRun, demo_data):
     """The whole resolved config (network, trainer), name and tags, the best checkpoint as an artifact, and test
     metrics at the tested checkpoint's last training step without a rewrite of the run's config."""
-    wandb_dir, run = tmp_path / "wandb_home", tmp_path / "my-run"
-    wandb_dir.mkdir()
-    config = tmp_path / "wandb.yaml"
-    config.write_text((REPO / "configs" / "wandb.yaml").read_text().replace("log_model: false", "log_model: true"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update(OMP_NUM_THREADS="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="offline", WANDB_DIR=str(wandb_dir))
-
-    def tacred(*args: str) -> str:
-        proc = subprocess.run([sys.executable, "-m", "tacred", *args], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return proc.stdout + proc.stderr
-
-    output = tacred("fit", "--config", "configs/demo.yaml", "--config", str(config), "--data.data_dir",
-                    str(demo_data), "--run_dir", str(run), "--trainer.max_epochs", "2", *SMALL)
-    assert "anonymous" not in output
-    [fit_run] = run_dirs(wandb_dir)
+    run = wandb_run.run
+    assert "anonymous" not in wandb_run.fit_output
+    fit_run, test_run = run_dirs(wandb_run.wandb_dir)
     records = wandb_records(next(fit_run.glob("run-*.wandb")))
     [info] = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert info.display_name == "my-run" and list(info.tags) == ["tacred"]
@@ -207,10 +214,7 @@ def test_a_wandb_run_is_complete(demo_data, tmp_path):
     artifacts = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
     assert any(a.type == "model" and "best" in a.aliases for a in artifacts)
 
-    best = run / "checkpoints" / "best.ckpt"
-    step = torch.load(best, weights_only=False)["global_step"]
-    tacred("test", "--ckpt_path", str(best))
-    test_run = next(d for d in run_dirs(wandb_dir) if d != fit_run)
+    step = torch.load(run / "checkpoints" / "best.ckpt", weights_only=False)["global_step"]
     records = wandb_records(next(test_run.glob("run-*.wandb")))
     rewritten = [u.key for r in records if r.WhichOneof("record_type") == "config" for u in r.config.update if u.key]
     assert rewritten == []  # output_dir, vocab_path etc. of the training run stay as they were
