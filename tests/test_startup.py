@@ -62,9 +62,10 @@ def test_a_wrong_checkpoint_path_is_answered_before_torch_loads(tmp_path):
     assert "HEAVY [] CODE 2" in proc.stdout and "checkpoint is empty (0 bytes)" in proc.stderr
 
 
-def test_predict_help_shows_the_sentence_options():
-    proc = subprocess.run([sys.executable, "-m", "tacred", "predict", "--help"], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
+def test_predict_help_shows_the_sentence_options(monkeypatch):
+    from tests.conftest import run_in_process
+
+    monkeypatch.setenv("COLUMNS", "200")
+    printed = run_in_process("predict", "--help").stdout
     for option in ("--sentences", "--format", "--output", "--overwrite"):
-        assert option in proc.stdout
+        assert option in printed
