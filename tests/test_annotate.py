@@ -170,6 +170,7 @@ def test_command_writes_file_and_reports_errors(nlp, tmp_path: Path, capsys) -> 
     assert main([str(tmp_path / "missing.txt")]) == 2
 
 
+@pytest.mark.slow  # a subprocess
 def test_command_reads_stdin_as_a_subprocess(nlp) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tacred", "annotate", "-"], input="<e1>Bill</e1> founded <e2>Microsoft</e2> .\n",

@@ -18,6 +18,8 @@ from tests.conftest import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
+pytestmark = pytest.mark.slow  # two-process DDP fit and test, each ~15 s
+
 DDP = ["--trainer.strategy", "ddp", "--trainer.devices", "2", "--trainer.accelerator", "cpu"]
 SINGLE = ["--trainer.strategy", "auto", "--trainer.devices", "1", "--trainer.accelerator", "cpu"]
 # 240 training examples in batches of 10: 24 batches, 12 per rank. 60 dev/test examples in batches of 25: 3

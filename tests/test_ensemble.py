@@ -98,6 +98,7 @@ def ensemble_run(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
+@pytest.mark.slow  # two seeds trained as `tacred fit` subprocesses
 def test_ensemble_trains_each_seed_and_scores_members_and_both_ensembles(ensemble_run, demo_data):
     out = ensemble_run
     assert (out / "seed-1" / "checkpoints" / "best.ckpt").is_file() and (out / "seed-2" / "fit_finished.json").is_file()
@@ -118,6 +119,7 @@ def test_ensemble_trains_each_seed_and_scores_members_and_both_ensembles(ensembl
     assert "| ensemble: majority vote |" in table and "| ensemble: average probabilities |" in table
 
 
+@pytest.mark.slow  # two seeds trained as `tacred fit` subprocesses
 def test_vote_rows_record_how_many_members_agreed(ensemble_run):
     out = ensemble_run
     rows = [json.loads(line) for line in (out / "dev_predictions.vote.jsonl").read_text().splitlines()]
@@ -128,6 +130,7 @@ def test_vote_rows_record_how_many_members_agreed(ensemble_run):
         assert row["votes"] == agreeing >= 1
 
 
+@pytest.mark.slow  # two seeds trained as `tacred fit` subprocesses
 def test_running_the_same_command_again_skips_finished_seeds(ensemble_run, demo_data):
     out = ensemble_run
     before = (out / "seed-1" / "checkpoints" / "best.ckpt").stat().st_mtime_ns
@@ -137,6 +140,7 @@ def test_running_the_same_command_again_skips_finished_seeds(ensemble_run, demo_
     assert (out / "seed-1" / "checkpoints" / "best.ckpt").stat().st_mtime_ns == before
 
 
+@pytest.mark.slow  # two seeds trained as `tacred fit` subprocesses
 def test_existing_checkpoints_and_a_missing_one(ensemble_run, tmp_path, capsys):
     out = ensemble_run
     ckpts = [str(out / f"seed-{s}" / "checkpoints" / "last.ckpt") for s in (1, 2)]

@@ -55,6 +55,7 @@ def uninterrupted(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return run
 
 
+@pytest.mark.slow  # a fit subprocess (the uninterrupted run), killed and restarted
 def test_a_run_killed_mid_training_resumes_and_ends_like_an_uninterrupted_one(uninterrupted, demo_data, tmp_path):
     run = tmp_path / "killed"
     last = run / "checkpoints" / "last.ckpt"
@@ -84,6 +85,7 @@ def test_a_run_killed_mid_training_resumes_and_ends_like_an_uninterrupted_one(un
     assert scores_on_test(run, "best.ckpt") == scores_on_test(uninterrupted, "best.ckpt")
 
 
+@pytest.mark.slow  # a fit subprocess (the uninterrupted run), killed and restarted
 def test_a_corrupt_last_checkpoint_stops_the_same_command_with_a_clear_error(uninterrupted, demo_data, tmp_path):
     run = tmp_path / "corrupt"
     (run / "checkpoints").mkdir(parents=True)
@@ -99,6 +101,7 @@ def test_a_corrupt_last_checkpoint_stops_the_same_command_with_a_clear_error(uni
     assert last.read_bytes() == good[: len(good) // 2]  # and the file was left for the user to inspect
 
 
+@pytest.mark.slow  # a fit subprocess (the uninterrupted run), killed and restarted
 @pytest.mark.parametrize("problem", ["missing", "truncated", "empty"])
 def test_a_bad_ckpt_path_is_a_clear_error(problem, uninterrupted, demo_data, tmp_path):
     path = tmp_path / f"{problem}.ckpt"

@@ -48,6 +48,7 @@ def test_curves_from_the_run_folder_and_default_paths(checkpoint):
     check_png(run / "plots" / "confusion_test.png")
 
 
+@pytest.mark.slow  # a subprocess
 def test_the_command_runs_as_a_module(checkpoint, tmp_path):
     out = tmp_path / "a.png"
     proc = subprocess.run([sys.executable, "-m", "tacred", "plot", "attention", "--ckpt_path", str(checkpoint),

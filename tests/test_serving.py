@@ -35,11 +35,13 @@ def post(url: str, body, **kwargs) -> requests.Response:
     return requests.post(f"{url}/predict", data=data, timeout=30, **kwargs)
 
 
+@pytest.mark.slow  # the server is a subprocess
 def test_health_answers(server):
     response = requests.get(f"{server}/health", timeout=10)
     assert response.status_code == 200 and response.text == "ok"
 
 
+@pytest.mark.slow  # the server is a subprocess
 def test_answers_equal_the_python_api(server, checkpoint, examples, nlp):
     from tacred import load_model
 
@@ -69,12 +71,14 @@ def test_answers_equal_the_python_api(server, checkpoint, examples, nlp):
     ({"nothing": 1}, 422, "found the keys ['nothing']"),
     ([{"text": MARKED}, 5], 422, "input 1: expected a string or an object"),
 ])
+@pytest.mark.slow  # the server is a subprocess
 def test_bad_requests_get_4xx_with_a_message(server, body, status, message):
     response = post(server, body)
     assert response.status_code == status
     assert message in response.json()["detail"]
 
 
+@pytest.mark.slow  # the server is a subprocess
 def test_concurrent_requests_are_batched_and_a_bad_one_spoils_no_other(server, examples, checkpoint):
     from tacred import load_model
 

@@ -167,6 +167,7 @@ def run_test(checkpoint: Path, out: Path, *extra: str, in_process: bool = True) 
     return [json.loads(line) for line in (out / "test_predictions.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # one `tacred test` subprocess
 def test_the_test_flag_changes_predictions_as_expected(checkpoint, tmp_path):
     plain = run_test(checkpoint, tmp_path / "plain", in_process=False)
     assert "threshold" not in (tmp_path / "plain" / "test_score.txt").read_text()

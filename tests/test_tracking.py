@@ -145,6 +145,7 @@ def wandb_run(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Wand
     return WandbRun(run, wandb_dir, output, listener.connections)
 
 
+@pytest.mark.slow  # a W&B fit and test, each a subprocess
 def test_an_offline_wandb_run_without_network(wandb_run: WandbRun):
     run, wandb_dir = wandb_run.run, wandb_run.wandb_dir
     assert wandb_run.connections == 0, "W&B tried to reach the network in offline mode"
@@ -197,6 +198,7 @@ def wandb_records(path: Path) -> list:
     return out
 
 
+@pytest.mark.slow  # a W&B fit and test, each a subprocess
 def test_a_wandb_run_is_complete(wandb_run: WandbRun, demo_data):
     """The whole resolved config (network, trainer), name and tags, the best checkpoint as an artifact, and test
     metrics at the tested checkpoint's last training step without a rewrite of the run's config."""
