@@ -64,7 +64,7 @@ results-semeval: semeval-data
 	$(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/paper.yaml \
 	  configs/semeval/pa_lstm.yaml --seeds 1 2 3 4 5 --checkpoint last \
 	  --out docs/results/semeval --runs_dir runs/results/semeval --extra --num_threads 1
-	$(TACRED) ablate --config configs/semeval.yaml --variants_dir configs/ablations --seeds 1 2 3 \
+	$(TACRED) ablate --config configs/semeval.yaml configs/semeval/paper.yaml --variants_dir configs/ablations --seeds 1 2 3 \
 	  --checkpoint last --out docs/results/semeval/ablation --runs_dir runs/results/ablation \
 	  --extra --num_threads 1
 

@@ -189,6 +189,22 @@ def variant_files(tmp_path: Path) -> list[str]:
     return files
 
 
+def test_several_base_configs_come_before_the_variant_in_order(tmp_path: Path, fake: FakeRuns) -> None:
+    """A dataset's config, then a tuned recipe, then the variant's overrides: the variant wins over both."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model:\n  lr: 0.3\n")
+    base = str(REPO / "configs" / "semeval.yaml")
+    out = tmp_path / "out"
+    assert ablate.main(["--config", base, str(recipe), "--variants", variant_files(tmp_path)[1], "--seeds", "1",
+                        "--out", str(out), "--resamples", "10"]) == 0
+    [fit] = fake.calls
+    configs = [fit[i + 1] for i, arg in enumerate(fit) if arg == "--config"]
+    assert configs == [base, str(recipe), str(tmp_path / "relu.yaml")]
+    assert json.loads((out / "relu" / "seed_1" / "result.json").read_text())["recipe"] == configs
+    assert ablate.main(["--config", base, str(tmp_path / "nope.yaml"), "--variants", variant_files(tmp_path)[1],
+                        "--out", str(out / "x")]) == 2
+
+
 def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path, fake: FakeRuns,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out, runs = tmp_path / "out", tmp_path / "runs"

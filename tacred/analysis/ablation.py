@@ -88,10 +88,12 @@ def run_dir(out: str | Path, variant: str, seed: int) -> Path:
     return Path(out) / variant / f"seed_{seed}"
 
 
-def fit_command(config: str | Path, variant: Variant, seed: int, run: Path, max_epochs: int | None = None,
-                extra: Sequence[str] = ()) -> list[str]:
-    """``tacred fit`` of one variant and seed, resuming from ``run/checkpoints/last.ckpt`` when it exists."""
-    cmd = [sys.executable, "-m", "tacred", "fit", "--config", str(config), "--config", str(variant.path),
+def fit_command(configs: str | Path | Sequence[str | Path], variant: Variant, seed: int, run: Path,
+                max_epochs: int | None = None, extra: Sequence[str] = ()) -> list[str]:
+    """``tacred fit`` of one variant and seed, resuming from ``run/checkpoints/last.ckpt`` when it exists: the base
+    config files in order (e.g. a dataset's config, then a tuned recipe), then the variant's overrides."""
+    bases = [configs] if isinstance(configs, str | Path) else list(configs)
+    cmd = [sys.executable, "-m", "tacred", "fit", *(a for c in [*bases, variant.path] for a in ("--config", str(c))),
            "--seed_everything", str(seed), "--run_dir", str(run), "--resume", "auto"]
     if max_epochs is not None:
         cmd += ["--trainer.max_epochs", str(max_epochs)]

@@ -56,7 +56,9 @@ example: tacred ablate --config configs/tacred.yaml --variants_dir configs/ablat
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="tacred ablate", description=HELP + ".", epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", help="base config every variant overrides, e.g. configs/tacred.yaml")
+    p.add_argument("--config", nargs="+", metavar="YAML",
+                   help="base config(s) every variant overrides, applied in order, e.g. configs/semeval.yaml "
+                        "configs/semeval/paper.yaml (a dataset's config, then a tuned recipe)")
     p.add_argument("--variants", nargs="+", default=[], metavar="YAML", help="variant override files (table rows)")
     p.add_argument("--variants_dir", help="every *.yaml in this folder is a variant, e.g. configs/ablations")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds per variant (default: 1 2 3)")
@@ -152,7 +154,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     results = run_dir(args.out, variant.name, seed)
     results.mkdir(parents=True, exist_ok=True)
     save_probabilities(results, evaluation)
-    write_result(results, result, commands=commands, recipe=[str(args.config), str(variant.path)],
+    write_result(results, result, commands=commands, recipe=[*map(str, args.config), str(variant.path)],
                  commit=fit_info.get("commit") or git_commit(), semeval_macro_f1=record["semeval_macro_f1"],
                  dev_curve=[dev[e] for e in sorted(dev)], config=config, test=record["test"])
     return result
@@ -195,8 +197,11 @@ def main(argv: list[str] | None = None) -> int:
             for v, s in jobs:
                 print(v.name, s, "done" if (run_dir(args.out, v.name, s) / RESULT_FILE).is_file() else "todo")
             return 0
-        if not args.config or not Path(args.config).is_file():
-            raise AblationError(f"--config: base config not found: {args.config}")
+        if not args.config:
+            raise AblationError("--config: give the base config every variant overrides, e.g. configs/tacred.yaml")
+        for path in args.config:
+            if not Path(path).is_file():
+                raise AblationError(f"--config: base config not found: {path}")
     except AblationError as err:
         return report("ablate", err)
     failed = []
