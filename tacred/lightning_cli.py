@@ -62,7 +62,7 @@ class TacredCLI(LightningCLI):
         self._guard = guard or RunFolderGuard()
         self._start_checkpoint: dict[str, Any] | None = None
         # only the parser of the command being run is built: each one introspects the Trainer's, the model's
-        # and the data module's signatures (about 0.1 s apiece), and `tacred --help` is answered by tacred.cli
+        # and the data module's signatures, and `tacred --help` is answered by tacred.cli
         every = LightningCLI.subcommands()
         self._commands = {args[0]: every[args[0]]} if args and args[0] in every else every
         # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text

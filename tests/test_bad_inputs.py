@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from tacred.cli import main
-from tests.conftest import make_example
+from tests.conftest import make_example, run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = str(REPO / "configs" / "demo.yaml")
@@ -529,12 +529,10 @@ ALL_CASES = [*OPTION_CASES, *CONFIG_CASES, *GLOVE_CASES, *DATA_CASES, *CHECKPOIN
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     """The good corpus and a checkpoint trained on it for one epoch (in-process)."""
     ws = Workspace(tmp_path_factory.mktemp("bad_inputs"))
-    threads = torch.get_num_threads()
     run = ws.root / "trained"
     argv = [ws.fill(a, "trained") for a in FIT]
     argv[argv.index(str(ws.root / "runs" / "trained"))] = str(run)
-    assert main(argv) == 0
-    torch.set_num_threads(threads)
+    run_in_process(*argv)
     ws.checkpoint = run / "checkpoints" / "last.ckpt"
     return ws
 
