@@ -6,7 +6,6 @@ import importlib
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -110,27 +109,31 @@ def run_lightning(argv: list[str]) -> int:
     logging.getLogger("tacred").addHandler(handler)
     logging.getLogger("tacred").setLevel(logging.INFO)
     guard = RunFolderGuard()
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            check_config_files(argv)
-            ckpt_path = _option(argv, "--ckpt_path")
-            from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
+    try:
+        check_config_files(argv)
+        ckpt_path = _option(argv, "--ckpt_path")
+        from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
-            if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
-                check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
-            argv = with_checkpoint_config(argv, Path(tmp))
-            import warnings
+        checkpoint = None
+        if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
+            check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
+            from tacred.checkpoints import read_checkpoint
 
-            from tacred.lightning_cli import TacredCLI
+            checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
+            warn_replaced_options(argv, checkpoint)
+            argv = with_checkpoint_config(argv, checkpoint)
+        import warnings
 
-            warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+        from tacred.lightning_cli import TacredCLI
 
-            TacredCLI(args=argv, guard=guard)
-        except BaseException:
-            guard.undo()
-            raise
-        finally:
-            logging.getLogger("tacred").removeHandler(handler)
+        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+
+        TacredCLI(args=argv, guard=guard)
+    except BaseException:
+        guard.undo()
+        raise
+    finally:
+        logging.getLogger("tacred").removeHandler(handler)
     return 0
 
 
@@ -143,16 +146,28 @@ def _option(argv: list[str], name: str) -> str | None:
     return None
 
 
-def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
-    """``tacred test --ckpt_path X`` without ``--config``: use the configuration saved inside the checkpoint."""
+def warn_replaced_options(argv: list[str], checkpoint: dict[str, Any]) -> None:
+    """LightningCLI applies a ``--ckpt_path``'s model hyperparameters over the command line: say which options given
+    on it are replaced (``--model.lr 0.01`` with a checkpoint trained at 0.1 tests or resumes at 0.1)."""
+    saved = checkpoint.get("hyper_parameters") or {}
+    for arg in argv[1:]:
+        name = arg.split("=", 1)[0]
+        if name.startswith("--model.") and name[len("--model."):].split(".")[0] in saved:
+            logging.getLogger("tacred").warning(
+                "%s is replaced by the checkpoint's own value: --ckpt_path restores the model's hyperparameters "
+                "(Lightning CLI); start a new run without --ckpt_path to change them", name)
+
+
+def with_checkpoint_config(argv: list[str], checkpoint: dict[str, Any]) -> list[str]:
+    """``tacred test --ckpt_path X`` without ``--config``: the configuration saved inside the checkpoint becomes the
+    first ``--config`` (jsonargparse reads a config given as YAML text), so the command line applies on top of it;
+    LightningCLI then applies the checkpoint's model hyperparameters, as it does for every ``--ckpt_path``."""
     if argv[0] not in EVAL_COMMANDS or _option(argv, "--config") is not None or _option(argv, "-c") is not None:
         return argv
     ckpt_path = _option(argv, "--ckpt_path")
-    if ckpt_path is None:
-        return argv
-    from tacred.checkpoints import CheckpointError, read_checkpoint
+    from tacred.checkpoints import CheckpointError
 
-    config: Any = read_checkpoint(ckpt_path).get("tacred_config")
+    config: Any = checkpoint.get("tacred_config")
     if not isinstance(config, str) or not config:
         raise CheckpointError(f"{ckpt_path}: holds no tacred configuration (not written by `tacred fit`?); "
                               "pass the run's config.yaml with --config")
@@ -171,6 +186,4 @@ def with_checkpoint_config(argv: list[str], tmp: Path) -> list[str]:
     # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply
     for key in ("devices", "num_nodes", "strategy", "accelerator"):
         (data.get("trainer") or {}).pop(key, None)
-    path = tmp / "config_from_checkpoint.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return [argv[0], "--config", str(path), *argv[1:]]
+    return [argv[0], "--config", yaml.safe_dump(data), *argv[1:]]

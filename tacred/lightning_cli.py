@@ -100,13 +100,6 @@ class TacredCLI(LightningCLI):
                     group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])
         return parser
 
-    def _parse_ckpt_path(self) -> None:
-        """Keep the command line as given: Lightning would re-apply the checkpoint's saved model hyperparameters
-        over it (silently dropping e.g. ``--model.output_dir``). A checkpoint's configuration is used only
-        when no ``--config`` is given (see :func:`tacred.cli.with_checkpoint_config`). A private hook of
-        LightningCLI (2.6 has no public switch for this); the other use of Lightning internals is
-        :func:`tacred.models.module._mark_epoch_end_complete`."""
-
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,
                             help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")
@@ -121,6 +114,10 @@ class TacredCLI(LightningCLI):
             "checkpoint.filename": "best", "checkpoint.auto_insert_metric_name": False,
             "checkpoint.save_top_k": 1, "checkpoint.save_on_train_epoch_end": True,
             "trainer.use_distributed_sampler": False,
+            # a fresh train loader every epoch, its order drawn from the epoch being trained: after resuming from an
+            # epoch's last.ckpt, Lightning finishes that epoch's end and would otherwise train the next epoch on the
+            # loader it built at start-up (the finished epoch's order), so the resumed run would drift
+            "trainer.reload_dataloaders_every_n_epochs": 1,
         })
         parser.link_arguments("data.vocab", "model.vocab", apply_on="instantiate")
         parser.link_arguments("data.word_vectors", "model.word_vectors", apply_on="instantiate")

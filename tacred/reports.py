@@ -66,7 +66,7 @@ def _decided(module: Any, split: str, index: torch.Tensor, probs: torch.Tensor) 
 
 
 def output_dir(module: Any) -> Path:
-    out = Path(module.hparams.get("output_dir") or module.trainer.default_root_dir)
+    out = Path(getattr(module, "output_dir", None) or module.trainer.default_root_dir)
     out.mkdir(parents=True, exist_ok=True)
     return out
 

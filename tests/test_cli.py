@@ -53,6 +53,16 @@ def test_test_from_the_checkpoint_alone_writes_predictions_and_the_official_repo
     assert score.strip().splitlines()[-1] in reported  # same F1 line as the independent scorer
 
 
+def test_ckpt_path_restores_model_hyperparameters_and_says_which_given_options_it_replaced(trained, tmp_path):
+    # LightningCLI applies a checkpoint's model hyperparameters over the command line; where outputs go is not one
+    out = tmp_path / "outputs"
+    ran = run_in_process("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--model.lr", "0.5",
+                         "--model.output_dir", str(out))
+    assert "--model.lr is replaced by the checkpoint's own value" in ran.stderr
+    assert "--model.output_dir" not in ran.stderr
+    assert (out / "test_predictions.jsonl").is_file()
+
+
 def test_predict_writes_every_label_probability(trained, demo_data):
     run_in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
     rows = [json.loads(line) for line in (trained / "predictions.jsonl").read_text().splitlines()]

@@ -75,9 +75,12 @@ class RelationExtractor(L.LightningModule):
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
-        # the threshold is a test/predict-time choice (from `tacred threshold tune`), kept out of checkpoints:
-        # Lightning re-applies a checkpoint's hyperparameters over the command line on `tacred test --ckpt_path`
-        self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold"])
+        # where outputs go, the threshold (from `tacred threshold tune`) and compiling are choices of each
+        # test/predict command, kept out of checkpoints: on `tacred test --ckpt_path` LightningCLI applies a
+        # checkpoint's hyperparameters over the command line, which must not override them
+        self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold", "output_dir",
+                                          "compile"])
+        self.output_dir = output_dir
         self.hparams["network"] = network.to_dict()
         self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
         self.vocab = vocab
@@ -226,7 +229,6 @@ class RelationExtractor(L.LightningModule):
         checkpoint["tacred_vocab"] = self.vocab.to_dict()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        _mark_epoch_end_complete(checkpoint)
         saved = checkpoint.get("tacred_vocab")
         if saved is not None and Vocabularies.from_dict(saved).fingerprint() != self.vocab.fingerprint():
             raise ValueError(
@@ -282,22 +284,3 @@ class RelationExtractor(L.LightningModule):
         trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
         return json.dumps({"trainable_parameters": trainable, "labels": len(self.vocab.labels)})
 
-
-def _mark_epoch_end_complete(checkpoint: dict[str, Any]) -> None:
-    """A checkpoint written at the end of an epoch (after validation) resumes at the start of the next one.
-
-    Lightning records such an epoch as processed but not completed and, on resuming, runs part of its end
-    again (validation, the epoch-end hooks), so a resumed run would drift from an uninterrupted one.
-
-    One of tacred's two uses of Lightning internals (the other: ``TacredCLI._parse_ckpt_path``): Lightning
-    (2.6) offers no public way to save a checkpoint that resumes exactly after an epoch's validation, and without
-    this tests/test_faults.py fails (the resumed run's dev loss differs). Checkpoints without the structure load
-    unchanged.
-    """
-    loop = checkpoint.get("loops", {}).get("fit_loop")
-    if not loop or not loop.get("epoch_loop.batch_progress", {}).get("is_last_batch"):
-        return
-    for scope in ("total", "current"):
-        progress = loop["epoch_progress"][scope]
-        if progress["completed"] == progress["processed"] - 1:
-            progress["completed"] = progress["processed"]
