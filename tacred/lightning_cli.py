@@ -56,6 +56,14 @@ def _word_dim(network: Any) -> int:
     return NetworkConfig().word_dim if value is None else value
 
 
+def summary_depth(callbacks: Any) -> int:
+    """``max_depth`` of a ModelSummary given in ``trainer.callbacks`` (Lightning's own default: 1)."""
+    for callback in callbacks or []:
+        if isinstance(callback, dict | Namespace) and str(callback.get("class_path", "")).endswith("ModelSummary"):
+            return int((callback.get("init_args") or {}).get("max_depth", 1))
+    return 1
+
+
 class TacredCLI(LightningCLI):
     def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None, **kwargs: Any) -> None:
         quiet_libraries()
@@ -186,18 +194,22 @@ class TacredCLI(LightningCLI):
                 callback.given_logger = self._given_logger
         if wandb_loggers(self.trainer.loggers):
             for logger in wandb_loggers(self.trainer.loggers):
-                # Lightning always passes `anonymous`, and wandb warns that the setting no longer has an effect
+                # Lightning always passes `anonymous` to wandb.init, and wandb prints (straight to stderr, no filter
+                # can catch it) that the setting no longer has an effect. tacred's one use of a private Lightning
+                # attribute, for a message only: without it W&B runs print that line, nothing else changes
                 if logger._wandb_init.get("anonymous") is None:
                     logger._wandb_init.pop("anonymous", None)
             self.trainer.callbacks.append(WandbTracking(self._resolved_config(), self._final_step))
         if self.subcommand != "fit":
             self.model.overwrite_outputs = bool(self.config[self.subcommand].get("overwrite"))
-            # evaluating never rewrites the hyperparameters of the run that trained the model (output_dir, vocab_path)
-            self.model._log_hyperparams = False
-            self.datamodule._log_hyperparams = False
+            # evaluating never rewrites the hyperparameters of the run that trained the model (vocab_path, say):
+            # the same values, saved again with Lightning's switch for not logging them
+            self.model.save_hyperparameters(dict(self.model.hparams), logger=False)
+            self.datamodule.save_hyperparameters(dict(self.datamodule.hparams), logger=False)
         # Lightning's summary has a FLOPs column that stays 0 (it needs an example input): ours leaves it out
-        self.trainer.callbacks = [TextModelSummary(max_depth=getattr(c, "_max_depth", 1))
-                                  if isinstance(c, ModelSummary) else c for c in self.trainer.callbacks]
+        depth = summary_depth(self.config[self.subcommand].trainer.callbacks)
+        self.trainer.callbacks = [TextModelSummary(max_depth=depth) if isinstance(c, ModelSummary) else c
+                                  for c in self.trainer.callbacks]
         if self.subcommand == "fit" and self.config.fit.ckpt_path:
             import warnings
 

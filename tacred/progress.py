@@ -90,10 +90,24 @@ class TextModelSummary(ModelSummary):
     def summarize(summary_data: list[tuple[str, list[str]]], total_parameters: int, trainable_parameters: int,
                   model_size: float, total_training_modes: dict[str, int], total_flops: int,
                   **summarize_kwargs: Any) -> None:
-        from lightning.pytorch.utilities.model_summary.model_summary import _format_summary_table
+        log.info("\n" + summary_table(summary_data, total_parameters, trainable_parameters, model_size,
+                                       total_training_modes))
 
-        columns = [(name, values) for name, values in summary_data if name != "FLOPs"]
-        table = _format_summary_table(total_parameters, trainable_parameters, model_size, total_training_modes,
-                                      total_flops, *columns)
-        table = "\n".join(line for line in table.splitlines() if not line.rstrip().endswith("Total Flops"))
-        log.info("\n" + table)
+
+def summary_table(columns: list[tuple[str, list[str]]], total_parameters: int, trainable_parameters: int,
+                  model_size: float, modes: dict[str, int]) -> str:
+    """The module table (one row per module; the FLOPs column left out) and the parameter totals."""
+    from lightning.pytorch.utilities.model_summary import get_formatted_model_size, get_human_readable_count
+
+    columns = [(name, [str(v) for v in values]) for name, values in columns if name != "FLOPs"]
+    widths = [max([len(name), *(len(v) for v in values)]) for name, values in columns]
+    rule = "-" * (sum(widths) + 3 * (len(columns) + 1))
+    rows = [" | ".join(name.ljust(w) for (name, _), w in zip(columns, widths, strict=True)), rule]
+    rows += [" | ".join(values[i].ljust(w) for (_, values), w in zip(columns, widths, strict=True))
+             for i in range(len(columns[0][1]) if columns else 0)]
+    totals = [(get_human_readable_count(trainable_parameters), "Trainable params"),
+              (get_human_readable_count(total_parameters - trainable_parameters), "Non-trainable params"),
+              (get_human_readable_count(total_parameters), "Total params"),
+              (get_formatted_model_size(model_size), "Total estimated model params size (MB)"),
+              (modes.get("train", 0), "Modules in train mode"), (modes.get("eval", 0), "Modules in eval mode")]
+    return "\n".join([*rows, rule, *(f"{str(value):<10}{label}" for value, label in totals)])

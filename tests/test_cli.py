@@ -63,6 +63,14 @@ def test_ckpt_path_restores_model_hyperparameters_and_says_which_given_options_i
     assert (out / "test_predictions.jsonl").is_file()
 
 
+def test_testing_logs_no_hyperparameters_over_the_training_run(trained):
+    # `tacred test` sets data.vocab_path to the checkpoint; the training run's recorded hyperparameters stay its own
+    run_in_process("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--overwrite", "true")
+    logged = (trained / "test" / "hparams.yaml").read_text() if (trained / "test" / "hparams.yaml").exists() else ""
+    assert (trained / "test" / "metrics.csv").is_file()
+    assert "vocab_path" not in logged and "lr" not in logged
+
+
 def test_predict_writes_every_label_probability(trained, demo_data):
     run_in_process("predict", "--ckpt_path", str(trained / "checkpoints" / "best.ckpt"))
     rows = [json.loads(line) for line in (trained / "predictions.jsonl").read_text().splitlines()]

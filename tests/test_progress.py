@@ -125,3 +125,27 @@ def test_the_epoch_line_leaves_out_what_was_not_logged():
     assert epoch_line(0, 5, {"train/loss": 1.5}, None, 2.04, None) == "epoch 1/5  train loss 1.5000  2.0 s"
     line = epoch_line(4, -1, {"val/f1": 0.5, "val/precision": 0.25, "val/recall": 1.0}, 0.09, 1.0, (-1, 0.6))
     assert line == "epoch 5  dev P 25.00 R 100.00 F1 50.00 (best 60.00)  lr 0.09  1.0 s"
+
+
+def test_the_model_summary_table_leaves_out_flops_and_keeps_the_totals():
+    from tacred.progress import summary_table
+
+    columns = [("", ["0", "1"]), ("Name", ["net", "scores"]), ("Type", ["RelationNetwork", "ModuleDict"]),
+               ("Params", ["6.2 M", "0"]), ("Mode", ["train", "train"]), ("FLOPs", ["0", "0"])]
+    table = summary_table(columns, 6_200_000, 6_000_000, 24.8, {"train": 39, "eval": 0}).splitlines()
+    assert table[0].split(" | ")[1:] == ["Name  ", "Type           ", "Params", "Mode "]
+    assert table[2].split(" | ") == ["0", "net   ", "RelationNetwork", "6.2 M ", "train"]
+    assert "FLOP" not in "\n".join(table) and "Flops" not in "\n".join(table)
+    assert table[-6:] == ["6.0 M     Trainable params", "200 K     Non-trainable params", "6.2 M     Total params",
+                          "24.800    Total estimated model params size (MB)", "39        Modules in train mode",
+                          "0         Modules in eval mode"]
+
+
+def test_a_configured_model_summary_keeps_its_depth():
+    from jsonargparse import Namespace
+
+    from tacred.lightning_cli import summary_depth
+
+    given = [Namespace(class_path="lightning.pytorch.callbacks.ModelSummary", init_args=Namespace(max_depth=3))]
+    assert summary_depth(given) == 3
+    assert summary_depth(None) == 1
