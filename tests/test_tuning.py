@@ -111,6 +111,26 @@ def test_a_resumed_study_draws_new_parameters_from_a_moved_seed() -> None:
     assert draw(first) == draw(again) != draw(moved)
 
 
+def test_a_seeded_study_keeps_every_trials_label_and_labels_new_trials_after_them(tmp_path: Path) -> None:
+    def record(number: int, run: str, x: float) -> dict:
+        return {"number": number, "state": "COMPLETE", "value": x, "params": {"x": x},
+                "distributions": {"x": {"name": "FloatDistribution", "attributes": {"low": 0.0, "high": 1.0,
+                                                                                     "step": None, "log": False}}},
+                "intermediate_values": {"0": x}, "user_attrs": {"run_dir": f"runs/tune/s/{run}"}}
+
+    # written by storages that each numbered from 0: run folder trial_0007 names two different trials
+    path = tmp_path / "trials.json"
+    path.write_text(json.dumps([record(0, "trial_0000", 0.1), record(1, "trial_0007", 0.2),
+                                record(2, "trial_0003", 0.3), record(3, "trial_0007", 0.4)]))
+    study = optuna.create_study(direction="maximize")
+    assert T.import_trials(study, path) == 4
+    assert [T.trial_label(t) for t in study.get_trials()] == [0, 7, 3, 8]
+    assert T.trial_label(T.best_trial(study)) == 8
+    new = study.ask()  # number 4 in this storage
+    assert T.run_label(new) == 9, "a new trial never takes an earlier trial's label or run folder"
+    assert [r["number"] for r in T.trial_rows(study)][:4] == [0, 7, 3, 8]
+
+
 # -- real studies ---------------------------------------------------------------------------------------------
 def tiny_space(tmp_path: Path, demo_data: Path, epochs: int = 2) -> Path:
     space = {

@@ -69,6 +69,7 @@ def run(args: argparse.Namespace, space: object) -> int:
         build_sampler,
         import_trials,
         open_study,
+        trial_label,
         write_study_files,
     )
 
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace, space: object) -> int:
     if best is None:
         print(f"study {name!r}: no trial has completed yet", file=sys.stderr)
         return 0
-    print(f"best trial {best.number}: {space.describe()} {100 * best.value:.2f}  "
+    print(f"best trial {trial_label(best)}: {space.describe()} {100 * best.value:.2f}  "
           f"({best.user_attrs.get('run_dir', '')})")
     for key, value in best.params.items():
         print(f"  {key}: {value}")

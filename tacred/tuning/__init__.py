@@ -11,6 +11,7 @@ from tacred.tuning.records import (
     import_trials,
     render_summary,
     render_trials_csv,
+    trial_label,
     trial_rows,
     write_study_files,
 )
@@ -25,11 +26,11 @@ from tacred.tuning.space import (
     nested,
     override_args,
 )
-from tacred.tuning.study import Objective, build_pruner, build_sampler, open_study, run_number
+from tacred.tuning.study import Objective, build_pruner, build_sampler, open_study, run_label, run_number
 
 __all__ = [
     "FINISHED", "OBJECTIVES", "PARAM_TYPES", "PRUNERS", "SAMPLERS", "STUDY_FILES", "Objective", "Param", "SearchSpace",
     "TuneError", "best_trial", "build_pruner", "build_sampler", "export_trials", "import_trials", "nested",
-    "open_study", "override_args", "render_summary", "render_trials_csv", "run_number", "trial_rows",
+    "open_study", "override_args", "render_summary", "render_trials_csv", "run_label", "run_number", "trial_label", "trial_rows",
     "write_study_files",
 ]

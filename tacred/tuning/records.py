@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,18 @@ from tacred.tuning.space import SearchSpace, TuneError, nested
 
 STUDY_FILES = ("best.yaml", "trials.csv", "summary.md", "trials.json")
 FINISHED = ("COMPLETE", "PRUNED")
+OFFSET = "trial_offset"  # study attribute: a trial's label is its number in this storage + this offset
+
+
+def trial_label(trial: Any) -> int:
+    """A trial's name across storages (``trial_0016``): Optuna numbers the trials of each storage from 0, so a study
+    seeded from ``trials.json`` on another machine would number them anew; the label stays. Records written before
+    labels existed carry it in their run folder's name."""
+    attrs = trial.user_attrs if hasattr(trial, "user_attrs") else trial.get("user_attrs", {})
+    if attrs.get("trial") is not None:
+        return int(attrs["trial"])
+    found = re.search(r"trial_(\d+)$", str(attrs.get("run_dir", "")))
+    return int(found.group(1)) if found else int(trial.number if hasattr(trial, "number") else trial["number"])
 
 
 def trial_rows(study: Any) -> list[dict[str, Any]]:
@@ -24,7 +37,7 @@ def trial_rows(study: Any) -> list[dict[str, Any]]:
     rows = []
     for t in study.get_trials(deepcopy=False):
         steps = t.intermediate_values
-        rows.append({"number": t.number, "state": t.state.name, "value": t.value,
+        rows.append({"number": trial_label(t), "state": t.state.name, "value": t.value,
                      "epochs": t.user_attrs.get("epochs", (max(steps) + 1) if steps else 0),
                      "seconds": t.user_attrs.get("seconds"), "run_dir": t.user_attrs.get("run_dir", ""),
                      "best_dev_f1": t.user_attrs.get("best_dev_f1", max(steps.values()) if steps else None),
@@ -71,7 +84,7 @@ def render_summary(study: Any, space: SearchSpace, space_path: str, rows: Sequen
              "and a resumed trial counts from its resume).", ""]
     if best is None:
         return "\n".join([*lines, "No trial has completed yet.", ""])
-    lines += [f"Best: trial {best.number}, value {100 * best.value:.2f} (best dev F1 "
+    lines += [f"Best: trial {trial_label(best)}, value {100 * best.value:.2f} (best dev F1 "
               f"{100 * best.user_attrs.get('best_dev_f1', best.value):.2f}; `{best.user_attrs.get('run_dir', '')}`)",
               "", "| parameter | value |", "|---|---|"]
     lines += [f"| `{k}` | {_fmt(v)} |" for k, v in best.params.items()]
@@ -109,6 +122,14 @@ def import_trials(study: Any, path: Path) -> int:
         return 0
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
+        # every record keeps its label; one that repeats an earlier record's (written before labels were kept, by a
+        # storage that numbered anew) gets the next free one
+        labels: list[int] = []
+        for r in records:
+            label = trial_label(r)
+            labels.append(label if label not in labels else max(max(labels), label) + 1)
+        for r, label in zip(records, labels, strict=True):
+            r.setdefault("user_attrs", {})["trial"] = label
         trials = [optuna.trial.create_trial(
             state=optuna.trial.TrialState[r["state"]], value=r["value"], params=r["params"],
             distributions={k: json_to_distribution(json.dumps(d)) for k, d in r["distributions"].items()},
@@ -117,6 +138,8 @@ def import_trials(study: Any, path: Path) -> int:
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise TuneError(f"{path}: cannot read the exported trials ({err}); move it away to start afresh") from err
     study.add_trials(trials)
+    # the next trial (number len(trials) in this storage) is labelled after the highest label so far
+    study.set_user_attr(OFFSET, max(labels, default=-1) + 1 - len(trials))
     return len(trials)
 
 
@@ -130,7 +153,7 @@ def write_study_files(study: Any, space: SearchSpace, space_path: str, out: Path
     best = best_trial(study)
     if best is not None:
         configs = " ".join(f"--config {c}" for c in space.configs)
-        header = (f"# Best trial {best.number} of study {study.study_name!r} ({space.describe()}: "
+        header = (f"# Best trial {trial_label(best)} of study {study.study_name!r} ({space.describe()}: "
                   f"{100 * best.value:.2f}),\n"
                   f"# searched with {space_path}. Train with it:\n"
                   f"#   tacred fit {configs} --config {paths[0]} --seed_everything 1 --run_dir RUN\n")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.analysis.ablation import dev_f1_by_epoch
+from tacred.tuning.records import OFFSET
 from tacred.tuning.space import SearchSpace, TuneError, override_args
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,12 @@ def run_number(trial: Any) -> int:
     return history[0] if history else trial.number
 
 
+def run_label(trial: Any) -> int:
+    """The label (:func:`tacred.tuning.records.trial_label`) and run folder number of the trial about to run: after
+    every label of the study's seed records, and a retry's is its original's."""
+    return int(trial.study.user_attrs.get(OFFSET, 0)) + run_number(trial)
+
+
 @dataclass
 class Objective:
     """Trains one trial in-process through the ``tacred fit`` CLI and returns its score (:meth:`SearchSpace.score`)."""
@@ -100,9 +107,11 @@ class Objective:
         from tacred.lightning_cli import TacredCLI
 
         params = {p.name: p.suggest(trial) for p in self.space.parameters}
-        run_dir = self.trials_dir / f"trial_{run_number(trial):04d}"
+        label = run_label(trial)
+        run_dir = self.trials_dir / f"trial_{label:04d}"
+        trial.set_user_attr("trial", label)
         trial.set_user_attr("run_dir", str(run_dir))
-        log.info("trial %d (%s): %s", trial.number, run_dir, json.dumps(params))
+        log.info("trial %d (%s): %s", label, run_dir, json.dumps(params))
         start = time.perf_counter()
         pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
