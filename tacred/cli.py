@@ -104,36 +104,33 @@ def run_lightning(argv: list[str]) -> int:
     # `--run-dir` is `--run_dir`, as for the argparse commands (whose parser, OneLineParser, does the same)
     argv = [argv[0], *underscored(argv[1:], stop=None)]
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("tacred").addHandler(handler)
-    logging.getLogger("tacred").setLevel(logging.INFO)
+    from tacred.quiet import tacred_log_lines
+
     guard = RunFolderGuard()
-    try:
-        check_config_files(argv)
-        ckpt_path = _option(argv, "--ckpt_path")
-        from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
+    with tacred_log_lines():
+        try:
+            check_config_files(argv)
+            ckpt_path = _option(argv, "--ckpt_path")
+            from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
-        checkpoint = None
-        if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
-            check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
-            from tacred.checkpoints import read_checkpoint
+            checkpoint = None
+            if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
+                check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
+                from tacred.checkpoints import read_checkpoint
 
-            checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
-            warn_replaced_options(argv, checkpoint)
-            argv = with_checkpoint_config(argv, checkpoint)
-        import warnings
+                checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
+                warn_replaced_options(argv, checkpoint)
+                argv = with_checkpoint_config(argv, checkpoint)
+            import warnings
 
-        from tacred.lightning_cli import TacredCLI
+            from tacred.lightning_cli import TacredCLI
 
-        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+            warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
 
-        TacredCLI(args=argv, guard=guard)
-    except BaseException:
-        guard.undo()
-        raise
-    finally:
-        logging.getLogger("tacred").removeHandler(handler)
+            TacredCLI(args=argv, guard=guard)
+        except BaseException:
+            guard.undo()
+            raise
     return 0
 
 

@@ -73,6 +73,7 @@ class TacredCLI(LightningCLI):
         # and the data module's signatures, and `tacred --help` is answered by tacred.cli
         every = LightningCLI.subcommands()
         self._commands = {args[0]: every[args[0]]} if args and args[0] in every else every
+        self._verbose_given = any(a == "--verbose" or a.startswith("--verbose=") for a in args or [])
         # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
         exit_on_error = {"exit_on_error": False}
         parser_kwargs = {**{name: exit_on_error for name in self._commands}, **exit_on_error}
@@ -87,27 +88,6 @@ class TacredCLI(LightningCLI):
         """Lightning's sub-commands, narrowed to the one this command line runs (see ``__init__``)."""
         return self._commands
 
-    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
-        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
-        if subcommand in ("validate", "test"):
-            # the scorer's report is printed already: Lightning's table would repeat it with 16 digits
-            parser.set_defaults(verbose=False)
-        if subcommand in ("test", "predict"):
-            parser.add_argument("--overwrite", type=bool, default=False,
-                                help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
-                                     "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
-                                     "chosen (test_predictions-1.jsonl, ...).")
-        if subcommand == "predict":
-            from tacred.commands.predict_raw import RAW_OPTIONS
-
-            group = parser.add_argument_group(
-                "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "
-                "[--output table|jsonl]; also --threshold, --spacy_model, --batch_size, --num_threads, --run_dir")
-            for name, options in RAW_OPTIONS:
-                if name != "--overwrite":
-                    group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])
-        return parser
-
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,
                             help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")
@@ -116,6 +96,21 @@ class TacredCLI(LightningCLI):
                                  "'never' starts over and overwrites the folder's checkpoints.")
         parser.add_argument("--num_threads", type=int | None, default=None,
                             help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
+        command = next(iter(self._commands)) if len(self._commands) == 1 else None  # the one parser being built
+        if command in ("test", "predict"):
+            parser.add_argument("--overwrite", type=bool, default=False,
+                                help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
+                                     "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
+                                     "chosen (test_predictions-1.jsonl, ...).")
+        if command == "predict":
+            from tacred.commands.predict_raw import RAW_OPTIONS
+
+            group = parser.add_argument_group(
+                "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "
+                "[--output table|jsonl]; also --threshold, --spacy_model, --batch_size, --num_threads, --run_dir")
+            for name, options in RAW_OPTIONS:
+                if name != "--overwrite":
+                    group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults({
             "checkpoint.monitor": "val/f1", "checkpoint.mode": "max", "checkpoint.save_last": False,
@@ -136,6 +131,8 @@ class TacredCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         check_options(cfg, self.subcommand)  # every option, before any file is read or written
+        if self.subcommand in ("validate", "test") and not self._verbose_given:
+            cfg.verbose = False  # the scorer's report is printed already: Lightning's table would repeat it
         if cfg.num_threads:
             import torch
 
@@ -180,9 +177,9 @@ class TacredCLI(LightningCLI):
         """This command's whole configuration as plain data (what config.yaml holds), for the W&B run's config."""
         import yaml
 
-        config = self.config.get(str(self.subcommand), self.config).clone()
-        config.trainer.logger = self._given_logger
-        return yaml.safe_load(self._parser(self.subcommand).dump(config, skip_none=False)) or {}
+        config = self.config.clone()
+        config[self.subcommand].trainer.logger = self._given_logger
+        return (yaml.safe_load(self.parser.dump(config, skip_none=False)) or {}).get(self.subcommand) or {}
 
     def after_instantiate_classes(self) -> None:
         if self._start_checkpoint is not None:

@@ -6,8 +6,10 @@ warnings say what to do.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
+from collections.abc import Iterator
 
 # (logged message prefix, why it is not shown)
 DROPPED_LOG_MESSAGES = (
@@ -44,3 +46,18 @@ def quiet_libraries() -> None:
                 handler.addFilter(_FILTER)
     for pattern, _ in IGNORED_WARNINGS:
         warnings.filterwarnings("ignore", message=pattern)
+
+
+@contextlib.contextmanager
+def tacred_log_lines() -> Iterator[None]:
+    """``tacred``'s own INFO/WARNING lines on standard error (``WARNING tacred.x: ...``) while a command runs; the
+    handler goes with the command, so a command run in-process leaves no handler on a stream that was closed."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("tacred")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)

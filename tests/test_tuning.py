@@ -4,6 +4,7 @@ corpus, one of them killed mid-trial and resumed by running the same command aga
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -152,7 +153,9 @@ def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Pat
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     space = tiny_space(tmp_path, demo_data)
     study = tmp_path / "study"
+    handlers = list(logging.getLogger("tacred").handlers)
     assert tune.main(["--space", str(space), "--n_trials", "2", "--study_dir", str(study)]) == 0
+    assert logging.getLogger("tacred").handlers == handlers, "no log handler left on a stream the command was given"
     out = capsys.readouterr().out
     assert "best trial" in out and "model.lr:" in out
     records = json.loads((study / "trials.json").read_text())

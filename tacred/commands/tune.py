@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from tacred.errors import OneLineParser
 
@@ -57,21 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def run(args: argparse.Namespace, space: object) -> int:
+def run(args: argparse.Namespace, space: Any) -> int:
     import optuna
-    from optuna.study import MaxTrialsCallback
-    from optuna.trial import TrialState
 
-    from tacred.tuning import (
-        Objective,
-        TuneError,
-        best_trial,
-        build_sampler,
-        import_trials,
-        open_study,
-        trial_label,
-        write_study_files,
-    )
+    from tacred.quiet import tacred_log_lines
+    from tacred.tuning import TuneError
 
     if args.n_trials < 1:
         raise TuneError(f"--n_trials must be at least 1; got {args.n_trials}")
@@ -87,11 +77,25 @@ def run(args: argparse.Namespace, space: object) -> int:
     trials_dir.mkdir(parents=True, exist_ok=True)
     storage = args.storage or f"sqlite:///{trials_dir / 'study.db'}"
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("tacred").addHandler(handler)
-    logging.getLogger("tacred").setLevel(logging.INFO)
     optuna.logging.set_verbosity(optuna.logging.INFO)
+    with tacred_log_lines():
+        return _optimize(args, space, name, study_dir, trials_dir, storage)
+
+
+def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, trials_dir: Path,
+              storage: str) -> int:
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    from tacred.tuning import (
+        Objective,
+        best_trial,
+        build_sampler,
+        import_trials,
+        open_study,
+        trial_label,
+        write_study_files,
+    )
 
     study = open_study(name, storage, space, heartbeat=args.heartbeat, grace=args.grace)
     imported = import_trials(study, study_dir / "trials.json")
