@@ -51,12 +51,16 @@ TRIALS ?= 24
 semeval-data: install
 	test -f data/semeval/train.json || $(TACRED) convert semeval2010 $(SEMEVAL_SRC) data/semeval
 
-# two studies at a time (2 cores): the paper's network, then the candidate for the best configuration, beside PA-LSTM
+# two studies at a time (2 cores): the paper's network, then the candidate for the best configuration, beside PA-LSTM.
+# TUNE_UNTIL='02:30' (anything `date -d` reads): no trial starts after that time, so none is cut off when the machine
+# goes away (a cut-off trial is retried from scratch on a fresh clone: its checkpoints are not in git).
+TUNE_UNTIL ?=
 tune-semeval: semeval-data
 	{ $(call tune,paper) && $(call tune,lstm_self_attention); } & $(call tune,pa_lstm) & wait
 
 tune = nice $(TACRED) tune --space configs/tune/semeval_$(1).yaml --n_trials $(TRIALS) \
-	  --study_dir docs/results/semeval/tune_$(1) --trials_dir runs/tune/$(1)
+	  --study_dir docs/results/semeval/tune_$(1) --trials_dir runs/tune/$(1) \
+	  $(if $(TUNE_UNTIL),--timeout $$(( $$(date -d '$(TUNE_UNTIL)' +%s) - $$(date +%s) )),)
 
 results-semeval: semeval-data
 	@test -f configs/semeval/paper.yaml -a -f configs/semeval/pa_lstm.yaml || { echo "make results-semeval: \
