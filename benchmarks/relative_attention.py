@@ -27,7 +27,7 @@ class NaiveRelativeScores(nn.Module):
 
     ``per_example``: M for every sentence, (B, H, T, T, Dh), as code that looks up a per-example (B, T, T) index of
     relative positions does; ``shared``: one M (H, T, T, Dh) for the whole batch; ``loop``: M_i built and used one
-    query at a time, as the paper's formula reads (and ``tests/test_model.py``).
+    query at a time, as the paper's formula reads (and ``tests/models/test_model.py``).
     """
 
     def __init__(self, efficient: RelativePositionScores, mode: str = "shared") -> None:

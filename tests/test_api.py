@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
+
+from tests.conftest import REPO
 
 MARKED = "<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said ."
 
@@ -145,7 +146,7 @@ def test_predict_sentences_takes_the_options_of_predict_and_keeps_earlier_output
 
 
 def test_the_readme_example_runs(checkpoint, nlp, capsys):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = next(b.split("\n", 1)[1] for b in readme.split("```python")[1:] if "load_model" in b)
     code = block.split("```", 1)[0].replace('"runs/demo/checkpoints/best.ckpt"', repr(str(checkpoint)))
     assert repr(str(checkpoint)) in code

@@ -17,9 +17,8 @@ import pytest
 import torch
 
 from tacred.cli import main
-from tests.conftest import make_example, run_in_process
+from tests.conftest import REPO, make_example, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 DEMO = str(REPO / "configs" / "demo.yaml")
 SMALL = ("--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
+
 RUN_ALL = REPO / "benchmarks" / "run_all.py"
 
 

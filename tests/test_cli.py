@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Ran, run_in_process
+from tests.conftest import REPO, Ran, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false"]

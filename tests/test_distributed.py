@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from tacred.commands.score import main as score_main
-from tests.conftest import run_in_process
+from tests.conftest import REPO, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
 pytestmark = pytest.mark.slow  # two-process DDP fit and test, each ~15 s
 

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import run_in_process
+from tests.conftest import REPO, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", "HF_DATASETS_OFFLINE": "1"}
 # small and quick, but with real learning (dev F1 > 0) and lr decays from epoch 1 on, so a resumed run that
 # lost the scheduler's state, the sampler's epoch or the dropout stream would drift visibly

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tacred.errors import ConfigError, TacredError
-from tests.conftest import make_example
+from tests.conftest import REPO, make_example
 
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -251,6 +251,6 @@ def test_the_config_reader_returns_yaml_or_a_config_error(tmp_path, text):
 def test_option_messages_name_the_option(value, capsys):
     from tacred.cli import main
 
-    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
+    demo = str(REPO / "configs" / "demo.yaml")
     assert main(["fit", "--config", demo, "--model.network.num_heads", value]) == 2
     assert "--model.network.num_heads" in capsys.readouterr().err

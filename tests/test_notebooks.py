@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+from tests.conftest import REPO
+
+NOTEBOOKS = REPO / "notebooks"
 NAMES = ("01_quickstart.ipynb", "02_attention.ipynb", "03_error_analysis.ipynb")
 
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_in_process
+from tests.conftest import REPO, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16"]
 NOISE = ("Tip:", "litlogger", "LeafSpec", "weights_only", "Previous log files", "FLOPs", "Flops",

@@ -1,6 +1,6 @@
 """Refactoring changes no number: a fixed-seed 2-epoch run of the paper's network on the demo corpus must give the
-dev metrics and test predictions recorded in ``tests/data/recorded_2_epochs.json``, and a checkpoint written by an
-earlier version of tacred (``tests/data/checkpoint_v1.ckpt``, a small network) must still load and predict what it
+dev metrics and test predictions recorded in ``tests/fixtures/recorded_2_epochs.json``, and a checkpoint written by an
+earlier version of tacred (``tests/fixtures/checkpoint_v1.ckpt``, a small network) must still load and predict what it
 predicted when it was written.
 
 Regenerate the records only on purpose, when a change is meant to change the numbers:
@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 import torch
 
-DATA = Path(__file__).resolve().parent / "data"
+from tests.conftest import REPO
+
+DATA = Path(__file__).resolve().parent / "fixtures"
 RECORDS = DATA / "recorded_2_epochs.json"
 OLD_CHECKPOINT = DATA / "checkpoint_v1.ckpt"
-REPO = Path(__file__).resolve().parents[1]
 # Kernels differ across CPUs (AVX2, AVX-512): sums round differently, so the same run agrees to ~1e-6, not bit for bit.
 TOLERANCE = 1e-4
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",

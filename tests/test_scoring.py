@@ -28,9 +28,9 @@ from tacred.scoring import (
     score_from_counts,
     semeval_macro_f1,
 )
+from tests.conftest import REPO, SHARED_DATA
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tacred_sample"
+SAMPLE = SHARED_DATA / "tacred_sample"
 
 # A hand-worked example: per:title c1/guessed2/gold3, org:founded_by 1/2/2, per:age 1/1/2, org:website 0/1/0.
 GOLD = ["per:title", "per:title", "org:founded_by", NO_RELATION, NO_RELATION, "org:founded_by", "per:age",

@@ -18,9 +18,8 @@ from jsonargparse import Namespace
 
 from tacred.scoring import score
 from tacred.tracking import RUN_ID_KEY, fill_logger_defaults, relation_rows, resume_wandb_run
-from tests.conftest import run_in_process
+from tests.conftest import REPO, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false", "--data.batch_size", "20"]

@@ -23,8 +23,9 @@ from tacred.data.semeval import (
     split_dev,
     write_release,
 )
+from tests.conftest import SHARED_DATA
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "semeval2010_task8"
+RELEASE = SHARED_DATA / "semeval2010_task8"
 
 # Invented sentences in the release's layout (CRLF, tab after the id, quoted sentence).
 BLOCKS = [

@@ -16,10 +16,10 @@ from tacred.data.batching import Batch
 from tacred.models.attention import MultiHeadSelfAttention, build_attention, choices, variants
 from tacred.models.config import NetworkConfig
 from tacred.models.network import RelationNetwork
+from tests.conftest import REPO
 
 D, H = 12, 3  # d_model, heads (Dh = 4)
 DH = D // H
-REPO = Path(__file__).resolve().parents[1]
 CORE_PARAMS = ("query.", "key.", "value.", "output.")
 
 # Attention-level variants: NetworkConfig overrides on top of a bare core (no position term). Every registered

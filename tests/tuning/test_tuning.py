@@ -18,9 +18,7 @@ import yaml
 
 from tacred import tuning as T
 from tacred.commands import tune
-from tests.conftest import run_in_process
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO, run_in_process
 
 SPACE = {
     "parameters": {

@@ -24,6 +24,7 @@ from tacred.data.synthetic import (
     generate_corpus,
     write_corpus,
 )
+from tests.conftest import REPO
 
 SPLITS = ("train", "dev", "test")
 FIELDS = ("id", "relation", "token", "subj_start", "subj_end", "obj_start", "obj_end", "subj_type",
@@ -79,7 +80,7 @@ def test_output_does_not_depend_on_the_process_or_hash_seed() -> None:
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         done = subprocess.run([sys.executable, "-c", _DIGEST], env=env, capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).resolve().parents[1])
+                              check=True, cwd=REPO)
         digests.add(done.stdout.strip())
     here = hashlib.sha256(json.dumps(generate_corpus(seed=5, n_train=200, n_dev=50, n_test=50)).encode())
     assert digests == {here.hexdigest()}

@@ -19,9 +19,8 @@ import yaml
 from tacred.analysis import ablation as A
 from tacred.analysis import results as R
 from tacred.commands import ablate
-from tests.conftest import run_in_process
+from tests.conftest import REPO, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 ABLATIONS = sorted((REPO / "configs" / "ablations").glob("*.yaml"))
 
 

@@ -27,8 +27,9 @@ from tacred.data.patch import (
     read_split,
     write_split,
 )
+from tests.conftest import SHARED_DATA
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tacred_sample"
+SAMPLE = SHARED_DATA / "tacred_sample"
 
 
 def example(eid: str, relation: str = NO_RELATION) -> dict[str, Any]:

@@ -19,9 +19,8 @@ from tacred.analysis.ensemble import (
 )
 from tacred.commands.ensemble import main as ensemble_main
 from tacred.scoring import read_aligned, score
-from tests.conftest import run_in_process
+from tests.conftest import REPO, run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
          "--model.network.attention_dim", "16", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false"]
