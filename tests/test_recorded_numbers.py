@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import REPO
-
 DATA = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parents[1]  # not from tests.conftest: this file also runs as a script
 RECORDS = DATA / "recorded_2_epochs.json"
 OLD_CHECKPOINT = DATA / "checkpoint_v1.ckpt"
 # Kernels differ across CPUs (AVX2, AVX-512): sums round differently, so the same run agrees to ~1e-6, not bit for bit.
