@@ -121,15 +121,3 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         torch.set_num_threads(threads)
 
-
-# The test files that take longest (seconds of a `make test`, measured with --durations), run first: pytest-xdist
-# hands files to its 2 processes in collection order, so a long file started last would leave one process alone at
-# the end. Only the order changes; a stale list costs time, never a result.
-LONGEST_FIRST = ("test_benchmarks.py", "test_semeval.py", "test_ablation.py", "test_distributed.py",
-                 "test_ensemble.py", "test_progress.py", "test_tracking.py", "test_faults.py", "test_notebooks.py",
-                 "test_bad_inputs.py", "test_tuning.py", "test_model.py", "test_plots.py", "test_serving.py")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order within a file is kept
