@@ -58,6 +58,15 @@ def test_shipped_spaces_give_trial_commands_that_parse(path: Path, end: int, tmp
         assert node == value, name
 
 
+@pytest.mark.parametrize("recipe", sorted((REPO / "configs" / "semeval").glob("*.yaml")), ids=lambda p: p.stem)
+def test_a_tuned_recipe_is_its_studys_best_trial_and_a_config_fit_accepts(recipe: Path) -> None:
+    best = REPO / "docs" / "results" / "semeval" / f"tune_{recipe.stem}" / "best.yaml"
+    assert yaml.safe_load(recipe.read_text()) == yaml.safe_load(best.read_text()), "copied from the study's record"
+    printed = run_in_process("fit", "--config", str(REPO / "configs" / "semeval.yaml"), "--config", str(recipe),
+                             "--print_config").stdout
+    assert yaml.safe_load(printed)["model"]["lr"] == pytest.approx(yaml.safe_load(best.read_text())["model"]["lr"])
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"parameters": {}}, "'parameters' must map"),
     ({"parameters": {"model.lr": {"type": "normal", "low": 0, "high": 1}}}, "parameters.model.lr: type must be one of"),
