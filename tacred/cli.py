@@ -127,7 +127,7 @@ def run_lightning(argv: list[str]) -> int:
 
             warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
 
-            TacredCLI(args=argv, guard=guard)
+            TacredCLI(args=argv, guard=guard, checkpoint=None if checkpoint is None else (ckpt_path, checkpoint))
         except BaseException:
             guard.undo()
             raise

@@ -65,9 +65,12 @@ def summary_depth(callbacks: Any) -> int:
 
 
 class TacredCLI(LightningCLI):
-    def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None, **kwargs: Any) -> None:
+    def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None,
+                 checkpoint: tuple[str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        """``checkpoint``: (path, contents) of the ``--ckpt_path`` file when the caller has read it already."""
         quiet_libraries()
         self._guard = guard or RunFolderGuard()
+        self._read = checkpoint
         self._start_checkpoint: dict[str, Any] | None = None
         # only the parser of the command being run is built: each one introspects the Trainer's, the model's
         # and the data module's signatures, and `tacred --help` is answered by tacred.cli
@@ -158,7 +161,7 @@ class TacredCLI(LightningCLI):
             fill_logger_defaults(cfg.trainer.logger, run_dir, self.subcommand)
         if self.subcommand in ("validate", "test", "predict"):
             if cfg.ckpt_path:
-                checkpoint = read_checkpoint(cfg.ckpt_path)
+                checkpoint = self._checkpoint(cfg.ckpt_path)
                 if not cfg.data.vocab_path:
                     cfg.data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
             if cfg.model.output_dir is None:
@@ -168,10 +171,15 @@ class TacredCLI(LightningCLI):
             if checkpoint is not None:
                 cfg.ckpt_path = str(Path(cfg.checkpoint.dirpath) / "last.ckpt")
         elif self.subcommand == "fit" and cfg.ckpt_path and not is_lightning_ckpt_name(cfg.ckpt_path):
-            checkpoint = read_checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
+            checkpoint = self._checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
         resume_wandb_run(cfg.trainer.logger, checkpoint)
         self._start_checkpoint = checkpoint
         self._final_step = None if checkpoint is None or self.subcommand == "fit" else checkpoint.get("global_step")
+
+    def _checkpoint(self, path: str) -> dict[str, Any]:
+        if self._read is not None and self._read[0] == str(path):
+            return self._read[1]  # read once, by tacred.cli
+        return read_checkpoint(path)
 
     def _resolved_config(self) -> dict[str, Any]:
         """This command's whole configuration as plain data (what config.yaml holds), for the W&B run's config."""
