@@ -7,7 +7,8 @@ TACRED := $(VENV)/bin/tacred
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 RUN ?= runs/demo
-# Test processes (pytest-xdist); a test file stays on one process, so its trained fixtures are built once.
+# Test processes (pytest-xdist); a test file stays on one process, so its trained fixtures are built once, and files
+# go out in the order tests/conftest.py gives them (the longest first).
 TEST_WORKERS ?= 2
 
 export HF_DATASETS_OFFLINE ?= 1
@@ -31,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 test: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-fast: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
@@ -51,26 +52,36 @@ TRIALS ?= 24
 semeval-data: install
 	test -f data/semeval/train.json || $(TACRED) convert semeval2010 $(SEMEVAL_SRC) data/semeval
 
-# two studies at a time (2 cores): the paper's network, then the candidate for the best configuration, beside PA-LSTM.
-# TUNE_UNTIL='02:30' (anything `date -d` reads): no trial starts after that time, so none is cut off when the machine
-# goes away (a cut-off trial is retried from scratch on a fresh clone: its checkpoints are not in git).
-TUNE_UNTIL ?=
+# Two processes at a time (2 cores, 1 thread each). UNTIL='02:30' (anything `date -d` reads): no trial or run starts
+# after that time, so none is cut off when the machine goes away (a cut-off one starts over on a fresh clone: its
+# checkpoints are not in git); the same target later goes on.
+UNTIL ?=
+until = $(if $(UNTIL),--timeout $$(( $$(date -d '$(UNTIL)' +%s) - $$(date +%s) )),)
+
+# the paper's network beside PA-LSTM, then the candidate for the best configuration (two processes share its study)
 tune-semeval: semeval-data
-	{ $(call tune,paper) && $(call tune,lstm_self_attention); } & $(call tune,pa_lstm) & wait
+	$(call tune,paper) & $(call tune,pa_lstm) & wait
+	$(call tune,lstm_self_attention) & $(call tune,lstm_self_attention) & wait
 
 tune = nice $(TACRED) tune --space configs/tune/semeval_$(1).yaml --n_trials $(TRIALS) \
-	  --study_dir docs/results/semeval/tune_$(1) --trials_dir runs/tune/$(1) \
-	  $(if $(TUNE_UNTIL),--timeout $$(( $$(date -d '$(TUNE_UNTIL)' +%s) - $$(date +%s) )),)
+	  --study_dir docs/results/semeval/tune_$(1) --trials_dir runs/tune/$(1) $(until)
 
+# five seeds of each recipe, then the ablation on the paper's recipe; two processes share each sweep (claim.json)
 results-semeval: semeval-data
 	@test -f configs/semeval/paper.yaml -a -f configs/semeval/pa_lstm.yaml || { echo "make results-semeval: \
 	  configs/semeval/{paper,pa_lstm}.yaml come from the finished studies (make tune-semeval; docs/results/semeval/README.md)"; exit 2; }
-	$(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/paper.yaml \
-	  configs/semeval/pa_lstm.yaml --seeds 1 2 3 4 5 --checkpoint last \
-	  --out docs/results/semeval --runs_dir runs/results/semeval --extra --num_threads 1
-	$(TACRED) ablate --config configs/semeval.yaml configs/semeval/paper.yaml --variants_dir configs/ablations --seeds 1 2 3 \
-	  --checkpoint last --out docs/results/semeval/ablation --runs_dir runs/results/ablation \
+	$(call twice,$(FIVE_SEEDS))
+	$(call twice,$(ABLATION))
+
+FIVE_SEEDS = $(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/paper.yaml \
+	  configs/semeval/pa_lstm.yaml $(if $(wildcard configs/semeval/best.yaml),configs/semeval/best.yaml,) \
+	  --seeds 1 2 3 4 5 --checkpoint last --reference paper --out docs/results/semeval --runs_dir runs/results/semeval \
+	  $(until) --extra --num_threads 1
+ABLATION = $(TACRED) ablate --config configs/semeval.yaml configs/semeval/paper.yaml --variants_dir configs/ablations \
+	  --seeds 1 2 3 --checkpoint last --out docs/results/semeval/ablation --runs_dir runs/results/ablation $(until) \
 	  --extra --num_threads 1
+# the same command in two processes; fails if either fails
+twice = nice $(1) & first=$$!; nice $(1); second=$$?; wait $$first && exit $$second
 
 bench: install
 	$(PY) benchmarks/run_all.py

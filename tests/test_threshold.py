@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -153,23 +151,17 @@ def test_tune_command_errors_are_one_line(checkpoint, tmp_path, capsys):
     assert "target precision must lie in (0, 1]" in capsys.readouterr().err
 
 
-def run_test(checkpoint: Path, out: Path, *extra: str, in_process: bool = True) -> list[dict]:
-    """``tacred test`` into ``out``; the rows of its test_predictions.jsonl."""
-    args = ["test", "--ckpt_path", str(checkpoint), "--run_dir", str(out),
-            "--trainer.enable_progress_bar", "false", *extra]
-    if in_process:
-        from tacred.cli import main
+def run_test(checkpoint: Path, out: Path, *extra: str) -> list[dict]:
+    """``tacred test`` into ``out`` (in this process); the rows of its test_predictions.jsonl."""
+    from tacred.cli import main
 
-        assert main(args) == 0
-    else:
-        proc = subprocess.run([sys.executable, "-m", "tacred", *args], capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert main(["test", "--ckpt_path", str(checkpoint), "--run_dir", str(out), "--trainer.enable_progress_bar", "false",
+                 *extra]) == 0
     return [json.loads(line) for line in (out / "test_predictions.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.slow  # one `tacred test` subprocess
 def test_the_test_flag_changes_predictions_as_expected(checkpoint, tmp_path):
-    plain = run_test(checkpoint, tmp_path / "plain", in_process=False)
+    plain = run_test(checkpoint, tmp_path / "plain")
     assert "threshold" not in (tmp_path / "plain" / "test_score.txt").read_text()
     assert run_test(checkpoint, tmp_path / "zero", "--model.no_relation_threshold", "0") == plain
     silent = run_test(checkpoint, tmp_path / "high", "--model.no_relation_threshold", "1000")

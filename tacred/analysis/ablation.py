@@ -88,6 +88,53 @@ def run_dir(out: str | Path, variant: str, seed: int) -> Path:
     return Path(out) / variant / f"seed_{seed}"
 
 
+CLAIM_FILE = "claim.json"
+
+
+def claim_run(run: Path) -> str | None:
+    """Take ``run`` for this process, so that several ``tacred ablate`` processes with the same arguments share a
+    sweep: None when taken, otherwise who holds it (``"pid 123 on host"``). A claim whose process is gone (same
+    host, no such pid) is taken over: its fit resumes from its last.ckpt."""
+    import os
+    import socket
+
+    run.mkdir(parents=True, exist_ok=True)
+    path, mine = run / CLAIM_FILE, {"pid": os.getpid(), "host": socket.gethostname()}
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                held = json.loads(path.read_text(encoding="utf-8"))
+                pid, host = int(held["pid"]), str(held["host"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return f"{path} (unreadable; delete it if no process runs this fit)"
+            if host != mine["host"] or _alive(pid):
+                return f"pid {pid} on {host}"
+            path.unlink(missing_ok=True)  # the process that held it died
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(mine, f)
+        return None
+    return f"{path} (taken by another process meanwhile)"
+
+
+def release_run(run: Path) -> None:
+    (run / CLAIM_FILE).unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def fit_command(configs: str | Path | Sequence[str | Path], variant: Variant, seed: int, run: Path,
                 max_epochs: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """``tacred fit`` of one variant and seed, resuming from ``run/checkpoints/last.ckpt`` when it exists: the base

@@ -19,11 +19,13 @@ from tacred.analysis.ablation import (
     AblationError,
     RunResult,
     Variant,
+    claim_run,
     dev_f1_by_epoch,
     find_variants,
     fit_command,
     load_results,
     probe_batch,
+    release_run,
     run_dir,
     summarize,
     trainable_parameters,
@@ -44,6 +46,11 @@ and an interrupted fit resumes from its last.ckpt; delete a result to redo it.
 Tables (from the stored results alone, no training): OUT/table.md, table.tex, table.csv, f1.png with mean ± std
 over seeds, Δ F1 and a paired approximate-randomization p-value against --reference over the test examples;
 summary.json (per variant: F1 per seed, both ensembles over seeds) and dev_curves.png.
+
+Several processes (e.g. one per core, `make results-semeval`) may run the same command: each takes the next
+run nobody holds (RUNS/<variant>/seed_<S>/claim.json; a claim whose process died is taken over and resumed).
+--timeout T: no run starts after T seconds, so a machine about to go away leaves no half-trained run behind
+(its checkpoints are not in git); the same command later goes on.
 
 Independent jobs (e.g. a cluster array): `tacred ablate ARGS --list` prints 'VARIANT SEED todo|done' per run;
 job k runs `tacred ablate ARGS --only VARIANT --seeds SEED`; afterwards `tacred ablate --out OUT --table_only`.
@@ -73,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default="final", help="variant the Δ F1 column compares with (default: final)")
     p.add_argument("--published", action="store_true", help="add the paper's published TACRED F1 as a column")
     p.add_argument("--table_only", action="store_true", help="only render the tables from stored result.json files")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="start no run after this many seconds (runs under way finish); run the same command again later")
     p.add_argument("--list", action="store_true", help="print 'VARIANT SEED STATUS' per run and exit (for job arrays)")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                    help="everything after it is passed to tacred fit, e.g. --extra --data.data_dir D (must come last)")
@@ -204,11 +213,20 @@ def main(argv: list[str] | None = None) -> int:
                 raise AblationError(f"--config: base config not found: {path}")
     except AblationError as err:
         return report("ablate", err)
-    failed = []
+    failed, started, stopped = [], time.monotonic(), False
     for i, (variant, seed) in enumerate(jobs, start=1):
         tag = f"[{i}/{len(jobs)}] {variant.name} seed {seed}"
         if (run_dir(args.out, variant.name, seed) / RESULT_FILE).is_file():
             print(f"{tag}: done before, skipped", flush=True)
+            continue
+        if args.timeout is not None and time.monotonic() - started >= args.timeout:
+            print(f"{tag}: not started (--timeout {args.timeout:g} s reached); the same command goes on later", flush=True)
+            stopped = True
+            break
+        run = run_dir(args.runs_dir or args.out, variant.name, seed)
+        holder = claim_run(run)
+        if holder is not None:
+            print(f"{tag}: run by another process ({holder}), skipped", flush=True)
             continue
         print(f"{tag}: training ...", flush=True)
         try:
@@ -217,9 +235,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{tag}: FAILED: {err}", file=sys.stderr, flush=True)
             failed.append(tag)
             continue
+        finally:
+            release_run(run)
         print(f"{tag}: test P {100 * r.precision:.1f} R {100 * r.recall:.1f} F1 {100 * r.f1:.1f} "
               f"(dev F1 {100 * r.dev_f1:.1f}, {r.epochs} epochs, {r.seconds:.0f} s)", flush=True)
-    status = render(args, sweep)
+    status = 0 if stopped and not load_results(args.out, sweep) else render(args, sweep)  # nothing to tabulate yet
     if failed:
         print(f"tacred ablate: {len(failed)} run(s) failed: {'; '.join(failed)}", file=sys.stderr)
         return 1

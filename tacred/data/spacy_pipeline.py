@@ -38,7 +38,7 @@ NER_MAP: dict[str, str] = {
 POS_MAP: dict[str, str] = {"HYPH": ":", "NFP": ":", "_SP": ":", "XX": "FW", "ADD": "NN", "AFX": "JJ"}
 _POS_SET = frozenset(POS_TAGS)
 # Components that do not contribute to tokens, tags or entities: skipped for speed when present.
-_NOT_NEEDED = ("parser", "lemmatizer", "senter")
+_NOT_NEEDED = ("parser", "lemmatizer", "senter", "attribute_ruler")
 
 _LOADED: dict[str, Language] = {}
 

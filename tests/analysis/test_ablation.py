@@ -273,6 +273,43 @@ def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, cap
     assert (out / "relu" / "seed_1" / "result.json").is_file(), "the other runs go on"
 
 
+def test_processes_sharing_a_sweep_skip_runs_another_holds_and_take_over_dead_ones(
+        tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    base = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path), "--out", str(out),
+            "--seeds", "1"]
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        host = socket.gethostname()
+        for variant, pid in (("final", alive.pid), ("relu", dead.pid)):
+            (out / variant / "seed_1").mkdir(parents=True)
+            (out / variant / "seed_1" / A.CLAIM_FILE).write_text(json.dumps({"pid": pid, "host": host}))
+        assert ablate.main(base) == 0
+    finally:
+        alive.kill()
+        alive.wait()
+    printed = capsys.readouterr().out
+    assert f"final seed 1: run by another process (pid {alive.pid} on {host}), skipped" in printed
+    assert [c[c.index("--run_dir") + 1] for c in fake.calls] == [str(out / "relu" / "seed_1")], "the dead one's run"
+    assert not (out / "relu" / "seed_1" / A.CLAIM_FILE).exists(), "released when the run is done"
+    assert A.claim_run(out / "relu" / "seed_1") is None and A.claim_run(out / "relu" / "seed_1") == f"pid {os.getpid()} on {host}"
+
+
+def test_no_run_starts_after_the_timeout(tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path),
+            "--out", str(tmp_path / "out"), "--seeds", "1", "2"]
+    assert ablate.main([*base, "--timeout", "0"]) == 0
+    assert fake.calls == [] and "[1/4] final seed 1: not started (--timeout 0 s reached)" in capsys.readouterr().out
+    assert ablate.main(base) == 0 and len(fake.calls) == 4, "the same command goes on"
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--variants", "x.yaml"], "variant file not found: x.yaml"),
     (["--table_only"], "no result.json under"),

@@ -58,13 +58,33 @@ def test_shipped_spaces_give_trial_commands_that_parse(path: Path, end: int, tmp
         assert node == value, name
 
 
+def merged(*configs: dict) -> dict:
+    """Config files applied in order, as `tacred fit --config A --config B` does: mappings merge, values replace."""
+    out: dict = {}
+    for config in configs:
+        for key, value in config.items():
+            out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+# the study each recipe in configs/semeval/ comes from (configs/semeval/NAME.yaml ← docs/results/semeval/tune_NAME/)
+RECIPE_STUDY = {"best": "lstm_self_attention"}
+
+
 @pytest.mark.parametrize("recipe", sorted((REPO / "configs" / "semeval").glob("*.yaml")), ids=lambda p: p.stem)
 def test_a_tuned_recipe_is_its_studys_best_trial_and_a_config_fit_accepts(recipe: Path) -> None:
-    best = REPO / "docs" / "results" / "semeval" / f"tune_{recipe.stem}" / "best.yaml"
-    assert yaml.safe_load(recipe.read_text()) == yaml.safe_load(best.read_text()), "copied from the study's record"
-    printed = run_in_process("fit", "--config", str(REPO / "configs" / "semeval.yaml"), "--config", str(recipe),
-                             "--print_config").stdout
-    assert yaml.safe_load(printed)["model"]["lr"] == pytest.approx(yaml.safe_load(best.read_text())["model"]["lr"])
+    """A recipe is one override file on configs/semeval.yaml: the study's other base configs (e.g. PA-LSTM's
+    network) with its best trial's values on top."""
+    study = RECIPE_STUDY.get(recipe.stem, recipe.stem)
+    space = T.SearchSpace.load(REPO / "configs" / "tune" / f"semeval_{study}.yaml")
+    assert space.configs[0] == "configs/semeval.yaml", "recipes apply on configs/semeval.yaml"
+    best = yaml.safe_load((REPO / "docs" / "results" / "semeval" / f"tune_{study}" / "best.yaml").read_text())
+    expected = merged(*(yaml.safe_load((REPO / c).read_text()) for c in space.configs[1:]), best)
+    assert yaml.safe_load(recipe.read_text()) == expected, "copied from the study's record"
+    printed = yaml.safe_load(run_in_process("fit", "--config", str(REPO / "configs" / "semeval.yaml"), "--config",
+                                            str(recipe), "--print_config").stdout)
+    assert printed["model"]["lr"] == pytest.approx(best["model"]["lr"])
+    assert printed["model"]["network"]["encoder"] == expected["model"].get("network", {}).get("encoder", "self_attention")
 
 
 @pytest.mark.parametrize(("change", "message"), [
