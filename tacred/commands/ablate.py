@@ -228,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         if holder is not None:
             print(f"{tag}: run by another process ({holder}), skipped", flush=True)
             continue
+        if (run_dir(args.out, variant.name, seed) / RESULT_FILE).is_file():  # finished while this process looked
+            release_run(run)
+            print(f"{tag}: done before, skipped", flush=True)
+            continue
         print(f"{tag}: training ...", flush=True)
         try:
             r = run_one(args, variant, seed)
