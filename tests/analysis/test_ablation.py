@@ -273,6 +273,19 @@ def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, cap
     assert (out / "relu" / "seed_1" / "result.json").is_file(), "the other runs go on"
 
 
+def test_summary_names_the_variant_with_the_best_mean_dev_f1_as_best(tmp_path: Path, fake: FakeRuns) -> None:
+    out = tmp_path / "out"
+    assert ablate.main(["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path),
+                        "--out", str(out), "--seeds", "1", "2"]) == 0
+    for seed, dev in ((1, 0.9), (2, 0.6)):  # relu: mean dev F1 0.75, final: 0.7 in both seeds
+        path = out / "relu" / f"seed_{seed}" / "result.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "dev_f1": dev}))
+    assert ablate.main(["--out", str(out), "--table_only"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best"]["variant"] == "relu" and summary["best"]["dev_f1"] == [90.0, 60.0]
+    assert summary["best"]["test_f1"] == summary["relu"]["test_f1"]
+
+
 def test_processes_sharing_a_sweep_skip_runs_another_holds_and_take_over_dead_ones(
         tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
     import os
@@ -415,7 +428,7 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     table = (out / "table.md").read_text()
     assert "| final |" in table and "| san_r |" in table
     assert len(json.loads((out / "final" / "seed_1" / "result.json").read_text())["test"]["pred"]) == 10
-    assert set(json.loads((out / "summary.json").read_text())) == {"final", "san_r"}
+    assert set(json.loads((out / "summary.json").read_text())) == {"final", "san_r", "best"}
 
     assert run_ablate(*args).count("done before, skipped") == 4
 
