@@ -79,7 +79,7 @@ def render_summary(study: Any, space: SearchSpace, space_path: str, rows: Sequen
     lines = [f"# Study `{study.study_name}`", "",
              f"Search space: `{space_path}` (base configs: {', '.join(f'`{c}`' for c in space.configs) or 'none'}; "
              f"training seed {space.seed}; objective: {space.describe()}, dev split only).",
-             "", f"Budget so far: {len(rows)} trials ({', '.join(f'{n} {s.lower()}' for s, n in sorted(states.items()))}), "
+             "", f"Budget so far: {len(rows)} trial{'' if len(rows) == 1 else 's'} ({', '.join(f'{n} {s.lower()}' for s, n in sorted(states.items()))}), "
              f"{epochs} epochs trained, {hours:.1f} h of training recorded (a trial process that died records none, "
              "and a resumed trial counts from its resume).", ""]
     if best is None:
