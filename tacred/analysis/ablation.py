@@ -127,11 +127,11 @@ def _alive(pid: int) -> bool:
     import os
 
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists (PermissionError: it does, as another user)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
