@@ -41,9 +41,11 @@ class RelationExtractor(L.LightningModule):
         no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.threshold`
             (a number, or a ``threshold.json`` from ``tacred threshold tune``); None: the plain argmax.
             Not saved in checkpoints: pass it when testing or predicting.
-        compile: run the network through ``torch.compile`` (pays off on GPUs; measure before using it on a CPU).
-        sparse_embedding: sparse word-embedding gradients when the recipe allows them (plain SGD, one process):
-            the same update, summed in a different order (last-bit differences; docs/performance.md).
+        compile: run the network through ``torch.compile`` (pays off on GPUs; on the 2-core CPU of
+            docs/performance.md it made epochs slower). Word-embedding gradients are then dense: the compiler
+            cannot trace a sparse gradient's backward (data-dependent shapes) and would split the graph.
+        sparse_embedding: sparse word-embedding gradients when the recipe allows them (plain SGD, one process, not
+            compiled): the same update, summed in a different order (last-bit differences; docs/performance.md).
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class RelationExtractor(L.LightningModule):
         self.vocab = vocab
         self.network_config = network
         self.net = RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
+        self.compiled = compile
         if compile:
             # in place, so parameter names (and checkpoints) stay those of the plain network
             self.net.compile(dynamic=True)
@@ -198,10 +201,11 @@ class RelationExtractor(L.LightningModule):
         hp = self.hparams
         # Sparse word-embedding gradients: only the rows of the batch's words are zeroed, clipped and updated,
         # instead of the whole (V, 300) matrix every step. Plain SGD on a sparse gradient is the same update;
-        # momentum and weight decay would touch every row, and DDP would all-reduce a sparse tensor.
+        # momentum and weight decay would touch every row, DDP would all-reduce a sparse tensor, and a compiled
+        # network cannot trace the backward of one (data-dependent shapes: the compiler would split the graph).
         world = self.trainer.world_size if self._trainer is not None else 1
         self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and hp.momentum == 0 and hp.weight_decay == 0
-                                       and world == 1)
+                                       and world == 1 and not self.compiled)
         optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
         max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
         scheduler, on_metric = build_schedule(hp.get("lr_schedule", "stall"), optimizer, max_epochs or 0,

@@ -174,6 +174,9 @@ def test_compiled_network_keeps_parameter_names_and_outputs():
     batch = random_batch([5, 3, 7])
     with torch.no_grad():
         torch.testing.assert_close(compiled(batch).logits, plain(batch).logits, atol=1e-4, rtol=1e-4)
+    # a compiled network trains with dense word-embedding gradients (a sparse one splits the graph, below)
+    plain.configure_optimizers(), compiled.configure_optimizers()
+    assert plain.net.embed.words.sparse and not compiled.net.embed.words.sparse
 
 
 @pytest.mark.parametrize("training", [True, False])
@@ -190,6 +193,26 @@ def test_network_compiles_to_one_graph_without_breaks(training, dtype):
     dynamo.reset()
     assert explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
     assert explained.graph_count == 1
+
+
+@pytest.mark.slow
+def test_compiled_training_step_is_one_graph_forward_and_backward():
+    """Dynamo alone (above) does not trace the backward; AOTAutograd does, and with a sparse word-embedding gradient
+    (data-dependent shapes) it failed and the compiler fell back to several graphs. The
+    module turns sparse gradients off when compiling; dense ones keep one graph."""
+    import torch._dynamo as dynamo
+    from torch._dynamo.utils import counters
+
+    net = make_net().train()
+    assert not net.embed.words.sparse
+    dynamo.reset()
+    counters.clear()
+    net.compile(dynamic=True, backend="aot_eager")
+    net(random_batch([5, 3, 7])).logits.sum().backward()
+    graphs = counters["stats"]["unique_graphs"]
+    dynamo.reset()
+    assert graphs == 1
+    assert net.embed.words.weight.grad is not None and not net.embed.words.weight.grad.is_sparse
 
 
 # -- learning-rate rules ------------------------------------------------------------------------------------------
