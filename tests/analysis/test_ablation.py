@@ -411,17 +411,17 @@ def run_ablate(*args: str) -> str:
 
 
 @pytest.mark.slow
-def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path, tiny_data: Path) -> None:
+def test_real_sweep_two_variants_resume_and_table_only(tmp_path: Path, tiny_data: Path) -> None:
     out = tmp_path / "sweep"
     args = ["--config", str(REPO / "configs" / "tacred.yaml"),
             "--variants", str(REPO / "configs/ablations/final.yaml"), str(REPO / "configs/ablations/san_r.yaml"),
-            "--seeds", "1", "2", "--out", str(out), "--max_epochs", "1",
+            "--seeds", "1", "--out", str(out), "--max_epochs", "1",  # several seeds: the fake runs above
             "--extra", "--data.data_dir", str(tiny_data), "--model.network.word_dim", "24",
             "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
     run_ablate(*args)
     results = A.load_results(out)
     runs = [(r.variant, r.seed, r.epochs) for r in results]
-    assert runs == [("final", 1, 1), ("final", 2, 1), ("san_r", 1, 1), ("san_r", 2, 1)]
+    assert runs == [("final", 1, 1), ("san_r", 1, 1)]
     final, san_r = A.summarize(results)
     assert san_r.parameters < final.parameters, "SAN+R's 3 × 257 scalars replace the relative-position vectors"
     assert all(0 <= r.f1 <= 1 and r.parameters > 0 for r in results)
@@ -430,7 +430,7 @@ def test_real_sweep_two_variants_two_seeds_resume_and_table_only(tmp_path: Path,
     assert len(json.loads((out / "final" / "seed_1" / "result.json").read_text())["test"]["pred"]) == 10
     assert set(json.loads((out / "summary.json").read_text())) == {"final", "san_r", "best"}
 
-    assert run_ablate(*args).count("done before, skipped") == 4
+    assert run_ablate(*args).count("done before, skipped") == 2
 
     run = out / "final" / "seed_1"  # pretend the sweep stopped after epoch 1 of a 2-epoch fit
     (run / "result.json").unlink()
