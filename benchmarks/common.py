@@ -49,6 +49,17 @@ def cpu_flags() -> list[str]:
     return []
 
 
+BF16_SKIPPED = ("bf16-mixed rows skipped: this CPU has no bf16 instructions (avx512_bf16 or AMX), where eager bf16 "
+                "ran 10-50x slower than fp32 (docs/performance.md); TACRED_BENCH_BF16=1 measures them anyway.")
+
+
+def precisions(quick: bool) -> tuple[str, ...]:
+    """The precisions worth a row here: bf16-mixed only where the CPU has bf16 instructions, where
+    ``TACRED_BENCH_BF16=1`` asks for it, or in quick mode (a smoke test of the bf16 code path, tiny network)."""
+    bf16 = quick or os.environ.get("TACRED_BENCH_BF16") == "1" or bool({"avx512_bf16", "amx_bf16"} & set(cpu_flags()))
+    return ("32-true", "bf16-mixed") if bf16 else ("32-true",)
+
+
 def machine_line() -> str:
     """One line naming the machine; benchmark tables add their own threads and precision columns."""
     cores = os.cpu_count() or 0

@@ -22,7 +22,17 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import QUICK_FIT_ARGS, REPO, BenchData, Table, benchmark_data, machine_line, quiet_stderr  # noqa: E402
+from common import (  # noqa: E402
+    BF16_SKIPPED,
+    QUICK_FIT_ARGS,
+    REPO,
+    BenchData,
+    Table,
+    benchmark_data,
+    machine_line,
+    precisions,
+    quiet_stderr,
+)
 
 PHASES = ("data", "forward", "backward", "update")  # the four parts of a training step, in order
 
@@ -168,7 +178,8 @@ def run(quick: bool = False, epochs: int = 2, configs: list[tuple[str, int]] | N
     """Training throughput for each (precision, threads); the first epoch (warm-up) is not counted."""
     if epochs < 2:
         raise ValueError(f"epochs must be at least 2 (the first one is a warm-up), got {epochs}")
-    configs = configs or [("32-true", 1), ("32-true", 2), ("bf16-mixed", 1), ("bf16-mixed", 2)]
+    skipped = [BF16_SKIPPED] if configs is None and "bf16-mixed" not in precisions(quick) else []
+    configs = configs or [(precision, threads) for precision in precisions(quick) for threads in (1, 2)]
     with tempfile.TemporaryDirectory(prefix="tacred-bench-data-") as scratch:
         data = benchmark_data(quick, Path(scratch))
         table = Table(
@@ -189,7 +200,7 @@ def run(quick: bool = False, epochs: int = 2, configs: list[tuple[str, int]] | N
             table.add(precision, threads, sentences / seconds, sentences / cpu, 1e3 * seconds / steps,
                       *(f"{100 * share[p]:.0f}%" for p in PHASES),
                       sum(e.epoch_s for e in measured) / len(measured), val)
-        table.notes += [
+        table.notes += [*skipped,
             machine_line(),
             f"data: {data.source}.",
             f"{epochs} epochs per row; epoch 1 (warm-up) is not counted. train sentences/s = training sentences / "

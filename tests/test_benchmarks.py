@@ -113,3 +113,18 @@ def test_out_file_holds_the_printed_tables(quick_output):
     written = out.read_text(encoding="utf-8")
     for title in ("Relative-position scores", "Training throughput", "Inference", "Data path"):
         assert f"### {title}" in written
+
+
+def test_bf16_rows_only_where_the_cpu_has_bf16_instructions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import common
+
+    monkeypatch.delenv("TACRED_BENCH_BF16", raising=False)
+    monkeypatch.setattr(common, "cpu_flags", lambda: ["avx2"])
+    assert common.precisions(quick=False) == ("32-true",)  # eager bf16 is emulated there: minutes per row
+    assert common.precisions(quick=True) == ("32-true", "bf16-mixed")  # the smoke test still runs the bf16 path
+    monkeypatch.setenv("TACRED_BENCH_BF16", "1")
+    assert common.precisions(quick=False) == ("32-true", "bf16-mixed")
+    monkeypatch.delenv("TACRED_BENCH_BF16")
+    monkeypatch.setattr(common, "cpu_flags", lambda: ["avx2", "avx512_bf16", "avx512f"])
+    assert common.precisions(quick=False) == ("32-true", "bf16-mixed")
