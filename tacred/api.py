@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from spacy.language import Language
 
     from tacred.models.module import RelationExtractor
+    from tacred.models.trained import TrainedNetwork
 
 
 class InputError(ValueError):
@@ -76,13 +77,14 @@ class Predictor:
     """A trained model ready to predict (see the module docstring for the accepted inputs).
 
     Args:
-        model: a :class:`RelationExtractor` (in eval mode).
+        model: a :class:`~tacred.models.trained.TrainedNetwork` (what :func:`load_model` gives; no Lightning) or a
+            :class:`~tacred.models.module.RelationExtractor`; put in eval mode.
         threshold: the no-relation threshold of :mod:`tacred.threshold` (a number or a ``threshold.json``), or None.
         spacy_model: spaCy pipeline for raw text (default: the first installed English model).
         batch_size: examples per forward pass.
     """
 
-    def __init__(self, model: RelationExtractor, threshold: float | str | None = None,
+    def __init__(self, model: TrainedNetwork | RelationExtractor, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50) -> None:
         from tacred.threshold import load_threshold
 
@@ -266,7 +268,7 @@ def load_model(ckpt_path: str | Path, device: str = "cpu", threshold: float | st
     >>> m = load_model("runs/demo/checkpoints/best.ckpt")          # doctest: +SKIP
     >>> m.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
     """
-    from tacred.models.module import RelationExtractor
+    from tacred.models.trained import TrainedNetwork
 
-    return Predictor(RelationExtractor.from_checkpoint(ckpt_path, map_location=device), threshold=threshold,
+    return Predictor(TrainedNetwork.from_checkpoint(ckpt_path, map_location=device), threshold=threshold,
                      spacy_model=spacy_model, batch_size=batch_size)

@@ -25,7 +25,7 @@ def test_examples(checkpoint) -> list[dict]:
     return json.loads((checkpoint.parents[2] / "data" / "test.json").read_text())
 
 
-def test_tacred_dicts_match_the_test_command_and_never_load_spacy(model, test_examples, monkeypatch):
+def test_tacred_dicts_match_the_test_command_and_never_load_spacy(model, checkpoint, test_examples, monkeypatch):
     from tacred.data import spacy_pipeline
     from tacred.data.batching import EncodedSplit
     from tacred.data.examples import Example
@@ -33,8 +33,12 @@ def test_tacred_dicts_match_the_test_command_and_never_load_spacy(model, test_ex
     monkeypatch.setattr(spacy_pipeline, "load_spacy", lambda *a, **k: pytest.fail("spaCy loaded for TACRED dicts"))
     preds = model.predict(test_examples)
     assert len(preds) == len(test_examples)
-    data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(test_examples)], model.model.vocab)
-    reference = model.model.split_probabilities(data)
+    from tacred.models.module import RelationExtractor
+
+    lightning_model = RelationExtractor.from_checkpoint(checkpoint)  # what `tacred test` runs
+    data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(test_examples)], lightning_model.vocab)
+    reference = lightning_model.split_probabilities(data)
+    assert torch.equal(model.model.split_probabilities(data), reference)  # the same network, without Lightning
     for pred, row, ex in zip(preds, reference, test_examples, strict=True):
         assert pred.id == ex["id"]
         assert pred.relation == model.labels[int(row.argmax())]
@@ -109,6 +113,24 @@ def test_a_bad_tacred_dict_names_the_item_of_the_batch(model, test_examples):
     broken = dict(test_examples[1], stanford_pos=["NN"])
     with pytest.raises(InputError, match=r"input 1: field 'stanford_pos' has 1 tags"):
         model.predict([test_examples[0], broken])
+
+
+def test_load_model_predicts_without_importing_lightning(model, checkpoint, test_examples):
+    """The API rebuilds the network from the checkpoint with torch alone: ~3 s and ~280 MiB instead of ~7 s and
+    ~400 MiB with Lightning, torchmetrics, matplotlib and TorchDynamo (docs/performance.md)."""
+    import subprocess
+    import sys
+
+    probe = ("import json, sys; from tacred import load_model; "
+             f"pred = load_model({str(checkpoint)!r}).predict(json.loads(sys.stdin.read())); "
+             "print(pred.relation, sorted(m for m in ('lightning', 'torchmetrics', 'matplotlib', 'datasets', 'spacy') "
+             "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, input=json.dumps(test_examples[0]),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    relation, heavy = proc.stdout.strip().split(" ", 1)
+    assert heavy == "[]"
+    assert relation == model.predict(test_examples[0]).relation
 
 
 def test_a_threshold_turns_relations_into_no_relation(checkpoint, test_examples):

@@ -12,13 +12,14 @@ import torch
 import torch.nn.functional as F
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
-from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
+from tacred.data.batching import Batch, EncodedSplit
 from tacred.data.vocab import Vocabularies
 from tacred.metrics import TacredScore
 from tacred.models.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.models.config import NetworkConfig
-from tacred.models.network import NetworkOutput, RelationNetwork
+from tacred.models.network import NetworkOutput
 from tacred.models.schedule import build_schedule
+from tacred.models.trained import build_network, label_probabilities, read_trained, unfit_checkpoint
 from tacred.threshold import apply_threshold, load_threshold
 from tacred.validation import check_module
 
@@ -87,7 +88,7 @@ class RelationExtractor(L.LightningModule):
         self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
         self.vocab = vocab
         self.network_config = network
-        self.net = RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
+        self.net = build_network(network, vocab, word_vectors)
         self.compiled = compile
         if compile:
             # in place, so parameter names (and checkpoints) stay those of the plain network
@@ -254,32 +255,22 @@ class RelationExtractor(L.LightningModule):
     @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
         """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
-        from tacred.checkpoints import CheckpointError, check_compatible, read_checkpoint
+        from tacred.checkpoints import check_compatible
 
-        ckpt = read_checkpoint(path)
-        if not isinstance(ckpt.get("tacred_vocab"), dict):
-            raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
-        hp = dict(ckpt.get("hyper_parameters", {}))
+        ckpt, vocab, network, hparams = read_trained(path)
         try:
-            network = NetworkConfig(**hp.pop("network", {}))
-            model = cls(vocab=Vocabularies.from_dict(ckpt["tacred_vocab"]), network=network, **hp)
-        except (TypeError, KeyError) as err:
-            raise CheckpointError(f"{path}: its hyperparameters or vocabulary do not fit this version of tacred "
-                                  f"({type(err).__name__}: {err})") from None
+            model = cls(vocab=vocab, network=network, **hparams)
+        except TypeError as err:
+            raise unfit_checkpoint(path, err) from None
         check_compatible(ckpt, model, path)
         model.load_state_dict(ckpt["state_dict"])
         model.eval()
         return model.to(map_location)
 
-    @torch.inference_mode()
     def split_probabilities(self, data: EncodedSplit, batch_size: int = 50) -> torch.Tensor:
         """Label probabilities (N, L) of every example of an encoded split, in the split's order (no Trainer)."""
         self.eval()
-        probs = torch.zeros(len(data), len(self.vocab.labels))
-        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):  # length-sorted: little padding
-            batch = data.collate(indices).to(self.device)
-            probs[batch.index.cpu()] = torch.softmax(self(batch).logits.float(), dim=-1).cpu()  # (B, L)
-        return probs
+        return label_probabilities(self, data, len(self.vocab.labels), batch_size)
 
     def label_names(self) -> list[str]:
         return list(self.vocab.labels.itos)

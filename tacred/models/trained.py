@@ -1,0 +1,93 @@
+"""A trained network for prediction without Lightning: what ``load_model`` (the Python API) and ``tacred serve`` use.
+
+A tacred checkpoint holds the vocabularies, the network's configuration and its weights, which is all prediction
+needs. :class:`TrainedNetwork` rebuilds the :class:`~tacred.models.network.RelationNetwork` from them under the
+parameter names of :class:`~tacred.models.module.RelationExtractor` (``net.*``), so one checkpoint serves both.
+Training, testing and the CLI go through the Lightning module; prediction from Python does not import Lightning
+(and with it torchmetrics, matplotlib and TorchDynamo), which took more than half of a ``load_model`` call's time
+and a quarter of its memory (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
+from tacred.data.vocab import Vocabularies
+from tacred.models.config import NetworkConfig
+from tacred.models.network import NetworkOutput, RelationNetwork
+
+
+def unfit_checkpoint(path: str | Path, err: Exception) -> Exception:
+    """The error for a checkpoint whose hyperparameters or vocabulary this version of tacred cannot rebuild."""
+    from tacred.checkpoints import CheckpointError
+
+    return CheckpointError(f"{path}: its hyperparameters or vocabulary do not fit this version of tacred "
+                           f"({type(err).__name__}: {err})")
+
+
+def read_trained(path: str | Path) -> tuple[dict[str, Any], Vocabularies, NetworkConfig, dict[str, Any]]:
+    """A tacred checkpoint's contents, its vocabularies, its network configuration and its other hyperparameters;
+    a :class:`~tacred.checkpoints.CheckpointError` naming the file when it is not one."""
+    from tacred.checkpoints import CheckpointError, read_checkpoint
+
+    ckpt = read_checkpoint(path)
+    if not isinstance(ckpt.get("tacred_vocab"), dict):
+        raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
+    hparams = dict(ckpt.get("hyper_parameters", {}))
+    try:
+        network = NetworkConfig(**hparams.pop("network", {}))
+        vocab = Vocabularies.from_dict(ckpt["tacred_vocab"])
+    except (TypeError, KeyError) as err:
+        raise unfit_checkpoint(path, err) from None
+    return ckpt, vocab, network, hparams
+
+
+def build_network(network: NetworkConfig, vocab: Vocabularies,
+                  word_vectors: torch.Tensor | None = None) -> RelationNetwork:
+    """The network sized by the vocabularies (words, POS tags, NER tags, labels)."""
+    return RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
+
+
+def label_probabilities(model: nn.Module, data: EncodedSplit, num_labels: int, batch_size: int = 50) -> torch.Tensor:
+    """Label probabilities (N, L) of every example of an encoded split, in the split's order; ``model(batch)``
+    gives a :class:`NetworkOutput`. Batches are length-sorted (little padding); no Trainer."""
+    device = next(model.parameters()).device
+    probs = torch.zeros(len(data), num_labels)
+    with torch.inference_mode():
+        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
+            batch = data.collate(indices).to(device)
+            probs[batch.index.cpu()] = torch.softmax(model(batch).logits.float(), dim=-1).cpu()  # (B, L)
+    return probs
+
+
+class TrainedNetwork(nn.Module):
+    """The network of a checkpoint with its vocabularies, in evaluation mode (see the module docstring)."""
+
+    def __init__(self, net: RelationNetwork, vocab: Vocabularies) -> None:
+        super().__init__()
+        self.net = net
+        self.vocab = vocab
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> TrainedNetwork:
+        """Rebuild the network from its checkpoint alone; a ``CheckpointError`` names what does not fit."""
+        from tacred.checkpoints import check_compatible
+
+        ckpt, vocab, network, _ = read_trained(path)
+        model = cls(build_network(network, vocab), vocab)
+        check_compatible(ckpt, model, path)
+        model.load_state_dict(ckpt["state_dict"])
+        return model.eval().to(map_location)
+
+    def forward(self, batch: Batch) -> NetworkOutput:
+        return self.net(batch)
+
+    def split_probabilities(self, data: EncodedSplit, batch_size: int = 50) -> torch.Tensor:
+        """Label probabilities (N, L) of every example of an encoded split, in the split's order."""
+        self.eval()
+        return label_probabilities(self, data, len(self.vocab.labels), batch_size)
