@@ -620,6 +620,7 @@ def test_an_internal_error_is_one_line_with_status_1(monkeypatch, capsys):
     assert err.count("\n") == 1 and "internal error (ZeroDivisionError)" in err and "--debug" in err
 
 
+@pytest.mark.filterwarnings("ignore:The dirpath has changed")  # the run folder is a copy: Lightning says so
 def test_resume_never_says_it_starts_over_and_auto_says_where_it_resumes(workspace: Workspace, capsys, tmp_path):
     import shutil
 
