@@ -60,6 +60,11 @@ def precisions(quick: bool) -> tuple[str, ...]:
     return ("32-true", "bf16-mixed") if bf16 else ("32-true",)
 
 
+def precision_notes(kinds: tuple[str, ...]) -> list[str]:
+    """The table note saying that bf16-mixed rows were skipped, when ``kinds`` (from :func:`precisions`) lacks them."""
+    return [] if "bf16-mixed" in kinds else [BF16_SKIPPED]
+
+
 def machine_line() -> str:
     """One line naming the machine; benchmark tables add their own threads and precision columns."""
     cores = os.cpu_count() or 0

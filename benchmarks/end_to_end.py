@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BF16_SKIPPED,
     QUICK_FIT_ARGS,
     REPO,
     BenchData,
@@ -27,6 +26,7 @@ from common import (  # noqa: E402
     benchmark_data,
     machine_line,
     median,
+    precision_notes,
     precisions,
     script_main,
 )
@@ -72,7 +72,7 @@ def test(ckpt: Path, out: Path, threads: int, extra: list[str]) -> Process:
 def run(quick: bool = False, configs: list[tuple[str, int]] | None = None, repeats: int = 1) -> Table:
     """One row per (precision, threads): s/epoch, peak RSS of fit and test, test sentences/s and start-up."""
     # quick mode is a smoke test of the measurement: one row (each row is four processes of ~10 s start-up)
-    skipped = [BF16_SKIPPED] if configs is None and not quick and "bf16-mixed" not in precisions(quick) else []
+    notes = precision_notes(precisions(quick)) if configs is None else []
     configs = configs or ([("32-true", 2)] if quick else [(precision, 2) for precision in precisions(quick)])
     epochs = (1, 2) if quick else (1, 3)
     table = Table(
@@ -103,7 +103,7 @@ def run(quick: bool = False, configs: list[tuple[str, int]] | None = None, repea
                       _last_dev_f1(Path(scratch) / f"{precision}-{threads}-0" / "long"),
                       (n_test - min(batch, n_test)) / max(test_s, 1e-9), median([p.wall_s for p in one]),
                       _mib(max(p.peak_rss for p in full)))
-        table.notes += [*skipped,
+        table.notes += [*notes,
             machine_line(),
             f"data: {data.source}; random word vectors (no GloVe), as configs/semeval.yaml.",
             f"s/epoch = (wall of the {epochs[1]}-epoch fit − wall of the {epochs[0]}-epoch fit) / {epochs[1] - epochs[0]}: "

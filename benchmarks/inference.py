@@ -16,7 +16,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BF16_SKIPPED,
     QUICK_NETWORK,
     Table,
     autocast,
@@ -25,6 +24,7 @@ from common import (  # noqa: E402
     median,
     num_threads,
     percentile,
+    precision_notes,
     precisions,
     script_main,
 )
@@ -84,7 +84,7 @@ def run(quick: bool = False) -> Table:
                     fast = [batched_throughput(model, split, size, precision, repeats) for size in (50, 500)]
                     single = latencies(model, split, precision, count)
                 table.add(precision, threads, *fast, 1e3 * median(single), 1e3 * percentile(single, 90))
-    table.notes += [*([] if "bf16-mixed" in kinds else [BF16_SKIPPED]),
+    table.notes += [*precision_notes(kinds),
         machine_line(),
         f"data: {data.source}.",
         f"throughput: the whole test split in length-sorted batches, collation included, median of {repeats} "

@@ -23,13 +23,13 @@ from lightning.pytorch.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BF16_SKIPPED,
     QUICK_FIT_ARGS,
     REPO,
     BenchData,
     Table,
     benchmark_data,
     machine_line,
+    precision_notes,
     precisions,
     quiet_stderr,
 )
@@ -178,7 +178,7 @@ def run(quick: bool = False, epochs: int = 2, configs: list[tuple[str, int]] | N
     """Training throughput for each (precision, threads); the first epoch (warm-up) is not counted."""
     if epochs < 2:
         raise ValueError(f"epochs must be at least 2 (the first one is a warm-up), got {epochs}")
-    skipped = [BF16_SKIPPED] if configs is None and "bf16-mixed" not in precisions(quick) else []
+    notes = precision_notes(precisions(quick)) if configs is None else []
     configs = configs or [(precision, threads) for precision in precisions(quick) for threads in (1, 2)]
     with tempfile.TemporaryDirectory(prefix="tacred-bench-data-") as scratch:
         data = benchmark_data(quick, Path(scratch))
@@ -200,7 +200,7 @@ def run(quick: bool = False, epochs: int = 2, configs: list[tuple[str, int]] | N
             table.add(precision, threads, sentences / seconds, sentences / cpu, 1e3 * seconds / steps,
                       *(f"{100 * share[p]:.0f}%" for p in PHASES),
                       sum(e.epoch_s for e in measured) / len(measured), val)
-        table.notes += [*skipped,
+        table.notes += [*notes,
             machine_line(),
             f"data: {data.source}.",
             f"{epochs} epochs per row; epoch 1 (warm-up) is not counted. train sentences/s = training sentences / "
