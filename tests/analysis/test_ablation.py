@@ -286,6 +286,28 @@ def test_summary_names_the_variant_with_the_best_mean_dev_f1_as_best(tmp_path: P
     assert summary["best"]["test_f1"] == summary["relu"]["test_f1"]
 
 
+@pytest.mark.parametrize(("candidate_dev", "chosen"), [(0.8, "best"), (0.5, "relu")])
+def test_a_variant_named_best_is_chosen_on_dev_like_any_other(tmp_path: Path, fake: FakeRuns, candidate_dev: float,
+                                                              chosen: str) -> None:
+    """configs/semeval/best.yaml is a candidate: `best` in the summary is whichever variant has the highest mean
+    dev F1; a candidate that loses keeps its numbers under `best_candidate`."""
+    out = tmp_path / "out"
+    files = variant_files(tmp_path)
+    (tmp_path / "best.yaml").write_text("{}\n")
+    assert ablate.main(["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *files,
+                        str(tmp_path / "best.yaml"), "--out", str(out), "--seeds", "1"]) == 0
+    for name, dev in (("relu", 0.75), ("best", candidate_dev)):  # final: 0.7
+        path = out / name / "seed_1" / "result.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "dev_f1": dev}))
+    assert ablate.main(["--out", str(out), "--table_only"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best"]["variant"] == chosen
+    assert summary["best"]["dev_f1"] == [100 * max(0.75, candidate_dev)]
+    assert ("best_candidate" in summary) == (chosen != "best")
+    if chosen != "best":
+        assert summary["best_candidate"]["dev_f1"] == [100 * candidate_dev]
+
+
 def test_processes_sharing_a_sweep_skip_runs_another_holds_and_take_over_dead_ones(
         tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
     import os
