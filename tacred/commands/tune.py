@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,12 @@ each. --n_trials is the total number of finished (complete or pruned) trials the
 
 Outputs in STUDY_DIR: best.yaml (the best trial's parameters as a config file), trials.csv, summary.md,
 trials.json.
+
+A study ranks its trials by one training seed; when its best trials lie closer together than the spread over
+seeds, the top of that ranking is partly luck. --recheck K trains the K best complete trials again with each
+of --recheck_seeds (dev only; run folders TRIALS_DIR/recheck/trial_N/seed_S; finished ones are kept, an
+interrupted one resumes, several processes share the work) and ranks them by the mean value over all their
+seeds: recheck.md, recheck.json and, once every run is in, recheck_best.yaml.
 
 example: tacred tune --space configs/tune/semeval_paper.yaml --n_trials 30 --study_dir runs/tune/paper
          tacred fit --config configs/semeval.yaml --config runs/tune/paper/best.yaml --run_dir runs/best
@@ -40,7 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heartbeat", type=int, default=60, help="seconds between a running trial's heartbeats")
     p.add_argument("--grace", type=int, default=180,
                    help="seconds without a heartbeat after which a trial counts as dead and is retried")
-    p.add_argument("--summary_only", action="store_true", help="only write best.yaml, trials.csv, summary.md")
+    p.add_argument("--summary_only", action="store_true",
+                   help="only write best.yaml, trials.csv, summary.md (and recheck.md from recheck.json)")
+    p.add_argument("--recheck", type=int, default=0, metavar="K",
+                   help="then train the K best complete trials with --recheck_seeds too and rank them by the mean "
+                        "value over seeds (recheck.md, recheck_best.yaml)")
+    p.add_argument("--recheck_seeds", type=int, nargs="+", default=[2, 3], metavar="SEED",
+                   help="training seeds of the re-check besides the study's own (default: 2 3)")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                    help="everything after it is passed to every tacred fit (must come last)")
     return p
@@ -65,6 +78,8 @@ def run(args: argparse.Namespace, space: Any) -> int:
 
     if args.n_trials < 1:
         raise TuneError(f"--n_trials must be at least 1; got {args.n_trials}")
+    if args.recheck < 0:
+        raise TuneError(f"--recheck must be 0 (none) or more trials; got {args.recheck}")
     if args.timeout is not None and args.timeout <= 0:
         raise TuneError(f"--timeout must be positive; got {args.timeout}")
     for path in [*space.configs, *args.config]:
@@ -105,16 +120,20 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
     study.sampler = build_sampler(space.sampler, offset=len(study.get_trials(deepcopy=False)))
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
     done = len(study.get_trials(deepcopy=False, states=finished))
+    started = time.monotonic()
+    objective = Objective(space, trials_dir, configs=args.config, extra=args.extra)
     if not args.summary_only and done < args.n_trials:
         print(f"study {name!r} ({storage}): {done} of {args.n_trials} trials finished; trials in {trials_dir}",
               file=sys.stderr)
-        objective = Objective(space, trials_dir, configs=args.config, extra=args.extra)
+
         def record(study: object, trial: object) -> None:  # results as data after every trial
             write_study_files(study, space, args.space, study_dir)
 
         study.optimize(objective, timeout=args.timeout, gc_after_trial=True,
                        callbacks=[MaxTrialsCallback(args.n_trials, states=finished), record])
     paths = write_study_files(study, space, args.space, study_dir)
+    if args.recheck:
+        paths += _recheck(args, space, study, objective, study_dir, trials_dir, started)
     best = best_trial(study)
     if best is None:
         print(f"study {name!r}: no trial has completed yet", file=sys.stderr)
@@ -125,3 +144,25 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
         print(f"  {key}: {value}")
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
+
+
+def _recheck(args: argparse.Namespace, space: Any, study: Any, objective: Any, study_dir: Path, trials_dir: Path,
+             started: float) -> list[Path]:
+    from tacred.tuning.recheck import RECHECK_FILES, load_recheck, ranked, recheck, write_recheck_files
+
+    if args.summary_only:
+        records = study_dir / RECHECK_FILES[2]
+        if not records.is_file():
+            return []
+        rows, missing = load_recheck(records)
+    else:
+        left = None if args.timeout is None else max(args.timeout - (time.monotonic() - started), 0.0)
+        rows, missing = recheck(study, space, objective, trials_dir, args.recheck, args.recheck_seeds, left)
+    paths = write_recheck_files(study, space, args.space, study_dir, rows, missing)
+    top = ranked(rows)
+    if missing:
+        print(f"re-check: {len(missing)} run(s) still to do; the same command goes on with them", file=sys.stderr)
+    elif top:
+        values = ", ".join(f"{100 * v:.2f}" for _, v in sorted(top[0].values.items()))
+        print(f"re-checked best: trial {top[0].trial}, mean {100 * top[0].mean:.2f} over seeds ({values})")
+    return paths

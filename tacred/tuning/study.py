@@ -95,10 +95,12 @@ class Objective:
     configs: Sequence[str] = ()
     extra: Sequence[str] = ()
 
-    def fit_args(self, params: dict[str, Any], run_dir: Path) -> list[str]:
+    def fit_args(self, params: dict[str, Any], run_dir: Path, seed: int | None = None) -> list[str]:
+        """``tacred fit`` arguments of a trial; ``seed``: another training seed than the study's (a re-check)."""
         configs = [*self.space.configs, *self.configs]
+        seed = self.space.seed if seed is None else seed
         return ["fit", *(a for c in configs for a in ("--config", c)), *override_args(self.space.fixed),
-                *override_args(params), "--seed_everything", str(self.space.seed), "--run_dir", str(run_dir),
+                *override_args(params), "--seed_everything", str(seed), "--run_dir", str(run_dir),
                 "--resume", "auto", *self.extra]
 
     def __call__(self, trial: Any) -> float:

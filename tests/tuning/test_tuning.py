@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from tacred import tuning as T
+from tacred.analysis.ablation import dev_f1_by_epoch
 from tacred.commands import tune
 from tests.conftest import REPO, run_in_process
 
@@ -161,6 +163,32 @@ def test_a_seeded_study_keeps_every_trials_label_and_labels_new_trials_after_the
     assert [r["number"] for r in T.trial_rows(study)][:4] == [0, 7, 3, 8]
 
 
+def test_a_recheck_chooses_by_the_mean_over_seeds_not_by_the_studys_seed(tmp_path: Path) -> None:
+    from tacred.tuning.recheck import Rechecked, load_recheck, ranked, write_recheck_files
+
+    space = T.SearchSpace.from_dict({**SPACE, "fixed": {"trainer.max_epochs": 40}})
+    study = optuna.create_study(study_name="s", direction="maximize")
+    lr = optuna.distributions.FloatDistribution(0.05, 0.5, log=True)
+    for value, rate in ((0.70, 0.3), (0.69, 0.2), (0.68, 0.1)):
+        study.add_trial(optuna.trial.create_trial(value=value, params={"model.lr": rate}, distributions={"model.lr": lr}))
+    lucky = Rechecked(0, {"model.lr": 0.3}, {1: 0.70, 2: 0.60, 3: 0.62})
+    steady = Rechecked(1, {"model.lr": 0.2}, {1: 0.69, 2: 0.68, 3: 0.67})
+    unfinished = Rechecked(2, {"model.lr": 0.1}, {1: 0.68, 2: 0.75})
+    assert ranked([lucky, steady, unfinished]) == [steady, lucky], "a trial without every seed is not ranked"
+
+    write_recheck_files(study, space, "space.yaml", tmp_path, [lucky, steady, unfinished], ["trial 2 seed 3 (x)"])
+    assert not (tmp_path / "recheck_best.yaml").exists(), "no choice while a run is missing"
+    paths = write_recheck_files(study, space, "space.yaml", tmp_path, [lucky, steady], [])
+    assert [p.name for p in paths] == ["recheck_best.yaml", "recheck.md", "recheck.json"]
+    chosen = yaml.safe_load(paths[0].read_text())
+    assert chosen == {"trainer": {"max_epochs": 40}, "model": {"lr": 0.2}}
+    text = paths[1].read_text()
+    assert "| 1 | 69.00 | 68.00 | 67.00 | 68.00 ± 1.00 |" in text
+    assert "Best by the mean over seeds: trial 1 (68.00" in text and "Best by seed 1 alone: trial 0." in text
+    rows, missing = load_recheck(paths[2])
+    assert rows == [lucky, steady] and missing == []
+
+
 # -- real studies ---------------------------------------------------------------------------------------------
 def tiny_space(tmp_path: Path, demo_data: Path, epochs: int = 2) -> Path:
     space = {
@@ -215,6 +243,56 @@ def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Pat
     printed = run_in_process("fit", "--config", str(REPO / "configs" / "demo.yaml"), "--config", str(study / "best.yaml"),
                              "--print_config").stdout
     assert yaml.safe_load(printed)["model"]["lr"] == pytest.approx(best["model"]["lr"])
+
+
+@pytest.mark.slow
+def test_a_recheck_trains_the_best_trials_with_more_seeds_and_ranks_them_by_the_mean(
+        tmp_path: Path, demo_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    space = tiny_space(tmp_path, demo_data)
+    study = tmp_path / "study"
+    args = ["--space", str(space), "--n_trials", "3", "--study_dir", str(study)]
+    assert tune.main(args) == 0
+    records = json.loads((study / "trials.json").read_text())
+    top = sorted((r for r in records if r["state"] == "COMPLETE"), key=lambda r: -r["value"])[:2]
+    # another process holds the best trial's run: the other one is trained, the choice waits for it
+    held = study / "trials" / "recheck" / f"trial_{top[0]['user_attrs']['trial']:04d}" / "seed_2"
+    held.mkdir(parents=True)
+    (held / "claim.json").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    assert tune.main([*args, "--recheck", "2", "--recheck_seeds", "2"]) == 0
+    rechecked = json.loads((study / "recheck.json").read_text())
+    assert [t["trial"] for t in rechecked["trials"]] == [r["user_attrs"]["trial"] for r in top], "the best two, in order"
+    assert len(rechecked["missing"]) == 1 and "run by pid" in rechecked["missing"][0]
+    assert not (study / "recheck_best.yaml").exists() and "Still to run" in (study / "recheck.md").read_text()
+    for t, r in zip(rechecked["trials"], top, strict=True):
+        assert t["values"]["1"] == pytest.approx(r["value"]), "seed 1's value is the study's"
+        assert t["params"] == r["params"]
+    assert sorted(rechecked["trials"][1]["values"]) == ["1", "2"] and sorted(rechecked["trials"][0]["values"]) == ["1"]
+
+    (held / "claim.json").unlink()  # the other process went away without starting
+    assert tune.main([*args, "--recheck", "2", "--recheck_seeds", "2"]) == 0
+    rechecked = json.loads((study / "recheck.json").read_text())
+    assert rechecked["missing"] == []
+    for t in rechecked["trials"]:
+        run = study / "trials" / "recheck" / f"trial_{t['trial']:04d}" / "seed_2"
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        assert config["seed_everything"] == 2 and config["model"]["lr"] == pytest.approx(t["params"]["model.lr"])
+        dev = dev_f1_by_epoch(run / "metrics.csv")
+        assert t["values"]["2"] == pytest.approx(sum(dev.values()) / 2), "the study's objective, on seed 2's run"
+    means = {t["trial"]: (t["values"]["1"] + t["values"]["2"]) / 2 for t in rechecked["trials"]}
+    winner = max(means, key=means.get)
+    chosen = yaml.safe_load((study / "recheck_best.yaml").read_text())
+    params = next(t["params"] for t in rechecked["trials"] if t["trial"] == winner)
+    assert chosen["model"]["lr"] == pytest.approx(params["model.lr"]) and chosen["trainer"]["max_epochs"] == 2
+    assert f"trial {winner}, mean {100 * means[winner]:.2f}" in capsys.readouterr().out
+    assert f"Best by the mean over seeds: trial {winner}" in (study / "recheck.md").read_text()
+
+    # finished runs are kept: the same command trains nothing, and --summary_only renders from recheck.json
+    stamps = {p: p.stat().st_mtime_ns for p in (study / "trials" / "recheck").rglob("metrics.csv")}
+    assert tune.main([*args, "--recheck", "2", "--recheck_seeds", "2"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    (study / "recheck.md").unlink()
+    assert tune.main([*args, "--recheck", "2", "--summary_only"]) == 0
+    assert f"Best by the mean over seeds: trial {winner}" in (study / "recheck.md").read_text()
 
 
 @pytest.mark.slow
