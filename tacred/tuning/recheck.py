@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tacred.analysis.ablation import FIT_DONE_FILE, claim_run, dev_f1_by_epoch, release_run
 from tacred.io import write_json, write_text_atomic
-from tacred.tuning.records import best_trial, trial_label
-from tacred.tuning.space import SearchSpace, TuneError, nested
+from tacred.tuning.records import best_trial, format_value, trial_label, write_trial_config
+from tacred.tuning.space import SearchSpace, TuneError
 
 RECHECK_FILES = ("recheck_best.yaml", "recheck.md", "recheck.json")
 
@@ -116,7 +114,7 @@ def render(study: Any, space: SearchSpace, rows: Sequence[Rechecked], missing: S
         cells = [f"{100 * r.values[s]:.2f}" if s in r.values else "" for s in seeds]
         mean = f"{100 * r.mean:.2f} ± {100 * r.std:.2f}" if r in ranked(rows) else "(incomplete)"
         lines.append(f"| {r.trial} | " + " | ".join(cells) + f" | {mean} | "
-                     + " | ".join(_fmt(r.params.get(n, "")) for n in names) + " |")
+                     + " | ".join(format_value(r.params.get(n, "")) for n in names) + " |")
     top = ranked(rows)
     if missing:
         lines += ["", "Still to run: " + "; ".join(missing) + ". The same command goes on with them."]
@@ -127,10 +125,6 @@ def render(study: Any, space: SearchSpace, rows: Sequence[Rechecked], missing: S
     return "\n".join([*lines, ""])
 
 
-def _fmt(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
 def write_recheck_files(study: Any, space: SearchSpace, space_path: str, out: Path, rows: Sequence[Rechecked],
                         missing: Sequence[str]) -> list[Path]:
     """``recheck.json`` and ``recheck.md`` in ``out``, and ``recheck_best.yaml`` (a config file for ``tacred fit
@@ -138,12 +132,10 @@ def write_recheck_files(study: Any, space: SearchSpace, space_path: str, out: Pa
     paths = [out / name for name in RECHECK_FILES]
     top = ranked(rows)
     if top and not missing:
-        configs = " ".join(f"--config {c}" for c in space.configs)
-        header = (f"# Trial {top[0].trial} of study {study.study_name!r}, best of its {len(rows)} best trials by the "
-                  f"mean over seeds {', '.join(map(str, sorted(top[0].values)))} of the {space.describe()}: "
-                  f"{100 * top[0].mean:.2f}),\n# re-checked with {space_path}. Train with it:\n"
-                  f"#   tacred fit {configs} --config {paths[0]} --seed_everything 1 --run_dir RUN\n")
-        write_text_atomic(paths[0], header + yaml.safe_dump(nested({**space.fixed, **top[0].params}), sort_keys=False))
+        write_trial_config(paths[0], f"Trial {top[0].trial} of study {study.study_name!r}, the best of its {len(rows)} "
+                           f"best trials by the mean over seeds {', '.join(map(str, sorted(top[0].values)))} of the\n"
+                           f"{space.describe()} ({100 * top[0].mean:.2f}), re-checked with {space_path}. Train "
+                           "with it:", space, top[0].params)
     else:
         paths[0].unlink(missing_ok=True)  # an earlier re-check's choice no longer stands
     write_text_atomic(paths[1], render(study, space, rows, missing))

@@ -64,7 +64,7 @@ def render_trials_csv(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> s
     return buf.getvalue()
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
@@ -87,7 +87,7 @@ def render_summary(study: Any, space: SearchSpace, space_path: str, rows: Sequen
     lines += [f"Best: trial {trial_label(best)}, value {100 * best.value:.2f} (best dev F1 "
               f"{100 * best.user_attrs.get('best_dev_f1', best.value):.2f}; `{best.user_attrs.get('run_dir', '')}`)",
               "", "| parameter | value |", "|---|---|"]
-    lines += [f"| `{k}` | {_fmt(v)} |" for k, v in best.params.items()]
+    lines += [f"| `{k}` | {format_value(v)} |" for k, v in best.params.items()]
     names = [p.name for p in space.parameters]
     top = sorted((r for r in rows if r["value"] is not None), key=lambda r: -r["value"])[:10]
     lines += ["", "Ten best trials:", "",
@@ -97,7 +97,7 @@ def render_summary(study: Any, space: SearchSpace, space_path: str, rows: Sequen
     for r in top:
         best_f1 = "" if r["best_dev_f1"] is None else f"{100 * r['best_dev_f1']:.2f}"
         lines.append(f"| {r['number']} | {r['state'].lower()} | {100 * r['value']:.2f} | {best_f1} | {r['epochs']} | "
-                     + " | ".join(_fmt(r["params"].get(n, "")) for n in names) + " |")
+                     + " | ".join(format_value(r["params"].get(n, "")) for n in names) + " |")
     return "\n".join([*lines, ""])
 
 
@@ -143,6 +143,15 @@ def import_trials(study: Any, path: Path) -> int:
     return len(trials)
 
 
+def write_trial_config(path: Path, about: str, space: SearchSpace, params: dict[str, Any]) -> Path:
+    """A trial's parameters (with the space's fixed values) as a config file for ``tacred fit --config``, under
+    comment lines: ``about`` (where they come from), then the command that trains with them."""
+    configs = " ".join(f"--config {c}" for c in space.configs)
+    header = "".join(f"# {line}\n" for line in about.splitlines())
+    header += f"#   tacred fit {configs} --config {path} --seed_everything 1 --run_dir RUN\n"
+    return write_text_atomic(path, header + yaml.safe_dump(nested({**space.fixed, **params}), sort_keys=False))
+
+
 def write_study_files(study: Any, space: SearchSpace, space_path: str, out: Path) -> list[Path]:
     """``best.yaml`` (the best trial's parameters, a config file for ``tacred fit --config``), ``trials.csv``,
     ``summary.md`` and ``trials.json`` (every finished trial, from which a new storage is seeded) in ``out``."""
@@ -152,12 +161,8 @@ def write_study_files(study: Any, space: SearchSpace, space_path: str, out: Path
     paths = [out / name for name in STUDY_FILES]
     best = best_trial(study)
     if best is not None:
-        configs = " ".join(f"--config {c}" for c in space.configs)
-        header = (f"# Best trial {trial_label(best)} of study {study.study_name!r} ({space.describe()}: "
-                  f"{100 * best.value:.2f}),\n"
-                  f"# searched with {space_path}. Train with it:\n"
-                  f"#   tacred fit {configs} --config {paths[0]} --seed_everything 1 --run_dir RUN\n")
-        write_text_atomic(paths[0], header + yaml.safe_dump(nested({**space.fixed, **best.params}), sort_keys=False))
+        write_trial_config(paths[0], f"Best trial {trial_label(best)} of study {study.study_name!r} ({space.describe()}: "
+                           f"{100 * best.value:.2f}),\nsearched with {space_path}. Train with it:", space, best.params)
     write_text_atomic(paths[1], render_trials_csv(rows, names))
     write_text_atomic(paths[2], render_summary(study, space, space_path, rows))
     write_json(paths[3], export_trials(study))
