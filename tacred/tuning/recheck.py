@@ -103,7 +103,7 @@ def render(study: Any, space: SearchSpace, rows: Sequence[Rechecked], missing: S
     seeds = sorted(set().union(*(r.values for r in rows))) if rows else []
     names = [p.name for p in space.parameters]
     best = best_trial(study)
-    lines = [f"# Re-check of study `{study.study_name}`: its {len(rows)} best trials with seeds "
+    lines = [f"# Re-check of study `{study.study_name}`: {_its_best(len(rows))} with seeds "
              f"{', '.join(map(str, seeds))}", "",
              f"Value: {space.describe()} (dev split only); the study ranked its trials by seed {space.seed} alone. "
              "Here they are ranked by their mean value over the seeds.", "",
@@ -125,6 +125,10 @@ def render(study: Any, space: SearchSpace, rows: Sequence[Rechecked], missing: S
     return "\n".join([*lines, ""])
 
 
+def _its_best(n: int) -> str:
+    return "its best trial" if n == 1 else f"its {n} best trials"
+
+
 def write_recheck_files(study: Any, space: SearchSpace, space_path: str, out: Path, rows: Sequence[Rechecked],
                         missing: Sequence[str]) -> list[Path]:
     """``recheck.json`` and ``recheck.md`` in ``out``, and ``recheck_best.yaml`` (a config file for ``tacred fit
@@ -132,10 +136,10 @@ def write_recheck_files(study: Any, space: SearchSpace, space_path: str, out: Pa
     paths = [out / name for name in RECHECK_FILES]
     top = ranked(rows)
     if top and not missing:
-        write_trial_config(paths[0], f"Trial {top[0].trial} of study {study.study_name!r}, the best of its {len(rows)} "
-                           f"best trials by the mean over seeds {', '.join(map(str, sorted(top[0].values)))} of the\n"
-                           f"{space.describe()} ({100 * top[0].mean:.2f}), re-checked with {space_path}. Train "
-                           "with it:", space, top[0].params)
+        which = "the only trial re-checked" if len(rows) == 1 else f"the highest of the {len(rows)} trials re-checked"
+        write_trial_config(paths[0], f"Trial {top[0].trial} of study {study.study_name!r}: {100 * top[0].mean:.2f}, the "
+                           f"mean over seeds {', '.join(map(str, sorted(top[0].values)))} of the {space.describe()},\n"
+                           f"{which} with {space_path}. Train with it:", space, top[0].params)
     else:
         paths[0].unlink(missing_ok=True)  # an earlier re-check's choice no longer stands
     write_text_atomic(paths[1], render(study, space, rows, missing))
