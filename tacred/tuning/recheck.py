@@ -59,38 +59,45 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
             timeout: float | None = None) -> tuple[list[Rechecked], list[str]]:
     """Train the ``k`` best trials with every seed of ``seeds`` that they lack (a finished fit is kept, an
     interrupted one resumes; several processes share the work through claim files) and return each trial's values,
-    with what is still missing (held by another process, or not started within ``timeout`` seconds)."""
+    with what is still missing (held by another process, or not started within ``timeout`` seconds). The values
+    are read after this process's last fit, so the last process of several to finish records every run."""
     from tacred.lightning_cli import TacredCLI
 
-    started, rows, missing = time.monotonic(), [], []
-    for trial in candidates(study, k):
-        label = trial_label(trial)
-        row = Rechecked(label, dict(trial.params), {space.seed: float(trial.value)})
-        for seed in dict.fromkeys(s for s in seeds if s != space.seed):
-            run = run_dir(trials_dir, label, seed)
-            tag = f"trial {label} seed {seed}"
-            if not (run / FIT_DONE_FILE).is_file():
-                if timeout is not None and time.monotonic() - started >= timeout:
-                    missing.append(f"{tag} (not started: --timeout reached)")
-                    continue
-                holder = claim_run(run)
-                if holder is not None:
-                    missing.append(f"{tag} (run by {holder})")
-                    continue
-                try:
-                    if not (run / FIT_DONE_FILE).is_file():  # finished while this process looked
-                        print(f"re-check {tag}: training in {run} ...", file=sys.stderr, flush=True)
-                        start = time.perf_counter()
-                        TacredCLI(args=objective.fit_args(row.params, run, seed=seed))
-                        write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1)})
-                finally:
-                    release_run(run)
-            scores = dev_f1_by_epoch(run / "metrics.csv")
-            if not scores:
-                raise TuneError(f"{run}/metrics.csv: no dev F1 was logged")
-            row.values[seed] = space.score(scores)
-        rows.append(row)
-    return rows, missing
+    started, trials = time.monotonic(), candidates(study, k)
+    jobs = [(t, s) for t in trials for s in dict.fromkeys(s for s in seeds if s != space.seed)]
+    unstarted: dict[Path, str] = {}
+    for trial, seed in jobs:
+        run = run_dir(trials_dir, trial_label(trial), seed)
+        if (run / FIT_DONE_FILE).is_file():
+            continue
+        if timeout is not None and time.monotonic() - started >= timeout:
+            unstarted[run] = "not started: --timeout reached"
+            continue
+        holder = claim_run(run)
+        if holder is not None:
+            unstarted[run] = f"run by {holder}"
+            continue
+        try:
+            if not (run / FIT_DONE_FILE).is_file():  # finished while this process looked
+                print(f"re-check trial {trial_label(trial)} seed {seed}: training in {run} ...", file=sys.stderr,
+                      flush=True)
+                start = time.perf_counter()
+                TacredCLI(args=objective.fit_args(dict(trial.params), run, seed=seed))
+                write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1)})
+        finally:
+            release_run(run)
+    rows = {trial_label(t): Rechecked(trial_label(t), dict(t.params), {space.seed: float(t.value)}) for t in trials}
+    missing = []
+    for trial, seed in jobs:
+        row, run = rows[trial_label(trial)], run_dir(trials_dir, trial_label(trial), seed)
+        if not (run / FIT_DONE_FILE).is_file():
+            missing.append(f"trial {row.trial} seed {seed} ({unstarted.get(run, 'unfinished')})")
+            continue
+        scores = dev_f1_by_epoch(run / "metrics.csv")
+        if not scores:
+            raise TuneError(f"{run}/metrics.csv: no dev F1 was logged")
+        row.values[seed] = space.score(scores)
+    return list(rows.values()), missing
 
 
 def ranked(rows: Sequence[Rechecked]) -> list[Rechecked]:
