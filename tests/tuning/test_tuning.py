@@ -71,7 +71,7 @@ def merged(*configs: dict) -> dict:
 
 # the study each recipe in configs/semeval/ comes from (configs/semeval/NAME.yaml ← docs/results/semeval/tune_NAME/),
 # the record of that study it copies, and what it sets on top: `paper` is the winner of the three-seed re-check
-# (docs/results/semeval/recheck_paper/), `best` is PA-LSTM's recipe with lemmas (chosen on the ablation's dev F1)
+# (docs/results/semeval/recheck/), `best` is PA-LSTM's recipe with lemmas (chosen on the ablation's dev F1)
 RECIPE_STUDY = {"paper": ("paper_60_epochs", "recheck_best.yaml", {}),
                 "best": ("pa_lstm", "best.yaml", {"data": {"use_lemmas": True}})}
 
