@@ -58,15 +58,18 @@ semeval-data: install
 UNTIL ?=
 until = $(if $(UNTIL),--timeout $$(( $$(date -d '$(UNTIL)' +%s) - $$(date +%s) )),)
 
-# the paper's network beside PA-LSTM (the third space, semeval_lstm_self_attention, was stopped after 3 trials:
-# docs/results/semeval/README.md; `make tune-semeval-lstm-self-attention` goes on with it)
+# the paper's network beside PA-LSTM, each study's three best trials re-checked with seeds 2 and 3, then the paper's
+# 60-epoch follow-up and its re-check (docs/results/semeval/recheck/). The third space, semeval_lstm_self_attention,
+# was stopped after 3 trials (docs/results/semeval/README.md; `make tune-semeval-lstm-self-attention` goes on).
 tune-semeval: semeval-data
-	$(call tune,paper) & $(call tune,pa_lstm) & wait
+	$(call tune,paper,$(TRIALS),3) & $(call tune,pa_lstm,$(TRIALS),3) & wait
+	$(call tune,paper_60_epochs,1,1)
 
 tune-semeval-lstm-self-attention: semeval-data
-	$(call tune,lstm_self_attention) & $(call tune,lstm_self_attention) & wait
+	$(call tune,lstm_self_attention,$(TRIALS),0) & $(call tune,lstm_self_attention,$(TRIALS),0) & wait
 
-tune = nice $(TACRED) tune --space configs/tune/semeval_$(1).yaml --n_trials $(TRIALS) \
+# $(call tune,SPACE,TRIALS,RECHECK)
+tune = nice $(TACRED) tune --space configs/tune/semeval_$(1).yaml --n_trials $(2) --recheck $(3) \
 	  --study_dir docs/results/semeval/tune_$(1) --trials_dir runs/tune/$(1) $(until)
 
 # five seeds of each recipe, then the ablation on the paper's recipe; two processes share each sweep (claim.json)
