@@ -260,8 +260,9 @@ class Row:
 
 
 def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:
-    """One row per variant (row order), scores in percent; Δ F1 against ``reference`` when it has results, and the
-    p-value of ``tests[variant]`` (a :class:`tacred.analysis.significance.Significance`) where given."""
+    """One row per variant (the reference first, then row order), scores in percent; Δ F1 against ``reference`` when
+    it has results, and the p-value of ``tests[variant]`` (a :class:`tacred.analysis.significance.Significance`)
+    where given."""
     by_variant: dict[str, list[RunResult]] = {}
     for r in results:
         by_variant.setdefault(r.variant, []).append(r)
@@ -278,6 +279,7 @@ def summarize(results: Sequence[RunResult], reference: str = "final", tests: dic
     if ref is None:
         return rows
     tests = tests or {}
+    rows.sort(key=lambda row: row.variant != reference)  # the row the others are compared with comes first
     return [replace(row, delta_f1=row.f1[0] - ref.f1[0],
                     p_value=tests[row.variant].p_value if row.variant in tests else None) for row in rows]
 

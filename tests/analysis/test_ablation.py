@@ -104,6 +104,9 @@ def test_summary_means_stds_and_delta_against_the_final_model() -> None:
     assert relu.precision[0] == pytest.approx(64.0) and relu.recall[0] == pytest.approx(60.0)
     assert relu.delta_f1 == pytest.approx(-4.0) and final.delta_f1 == pytest.approx(0.0)
     assert A.summarize(results, reference="missing")[1].delta_f1 is None
+    by_relu = A.summarize(results, reference="relu")
+    assert [r.variant for r in by_relu] == ["relu", "final"], "the row the others are compared with comes first"
+    assert by_relu[1].delta_f1 == pytest.approx(4.0)
 
 
 def test_markdown_latex_and_csv_tables() -> None:
