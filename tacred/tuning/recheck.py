@@ -10,7 +10,6 @@ value over all their seeds and writes the winner as ``recheck_best.yaml``. Its r
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.analysis.ablation import FIT_DONE_FILE, claim_run, dev_f1_by_epoch, release_run
+from tacred.analysis.ensemble import mean_std
 from tacred.io import write_json, write_text_atomic
 from tacred.tuning.records import best_trial, format_value, trial_label, write_trial_config
 from tacred.tuning.space import SearchSpace, TuneError
@@ -36,11 +36,11 @@ class Rechecked:
 
     @property
     def mean(self) -> float:
-        return statistics.fmean(self.values.values())
+        return mean_std(list(self.values.values()))[0]
 
     @property
     def std(self) -> float:
-        return statistics.stdev(self.values.values()) if len(self.values) > 1 else 0.0
+        return mean_std(list(self.values.values()))[1]
 
 
 def candidates(study: Any, k: int) -> list[Any]:
@@ -100,14 +100,19 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
     return list(rows.values()), missing
 
 
+def _seeds(rows: Sequence[Rechecked]) -> list[int]:
+    """Every seed any trial of the re-check has."""
+    return sorted({s for r in rows for s in r.values})
+
+
 def ranked(rows: Sequence[Rechecked]) -> list[Rechecked]:
     """Trials by their mean value over seeds, best first; only trials that have every seed of the re-check."""
-    seeds = set().union(*(r.values for r in rows)) if rows else set()
-    return sorted((r for r in rows if set(r.values) == seeds), key=lambda r: -r.mean)
+    seeds = _seeds(rows)
+    return sorted((r for r in rows if sorted(r.values) == seeds), key=lambda r: -r.mean)
 
 
 def render(study: Any, space: SearchSpace, rows: Sequence[Rechecked], missing: Sequence[str]) -> str:
-    seeds = sorted(set().union(*(r.values for r in rows))) if rows else []
+    seeds, top = _seeds(rows), ranked(rows)
     names = [p.name for p in space.parameters]
     best = best_trial(study)
     lines = [f"# Re-check of study `{study.study_name}`: {_its_best(len(rows))} with seeds "
@@ -117,12 +122,11 @@ def render(study: Any, space: SearchSpace, rows: Sequence[Rechecked], missing: S
              "| trial | " + " | ".join(f"seed {s}" for s in seeds) + " | mean ± std | "
              + " | ".join(f"`{n.split('.')[-1]}`" for n in names) + " |",
              "|---:|" + "---:|" * (len(seeds) + 1) + "---:|" * len(names)]
-    for r in [*ranked(rows), *(r for r in rows if r not in ranked(rows))]:
+    for r in [*top, *(r for r in rows if r not in top)]:
         cells = [f"{100 * r.values[s]:.2f}" if s in r.values else "" for s in seeds]
-        mean = f"{100 * r.mean:.2f} ± {100 * r.std:.2f}" if r in ranked(rows) else "(incomplete)"
+        mean = f"{100 * r.mean:.2f} ± {100 * r.std:.2f}" if r in top else "(incomplete)"
         lines.append(f"| {r.trial} | " + " | ".join(cells) + f" | {mean} | "
                      + " | ".join(format_value(r.params.get(n, "")) for n in names) + " |")
-    top = ranked(rows)
     if missing:
         lines += ["", "Still to run: " + "; ".join(missing) + ". The same command goes on with them."]
     elif top:
