@@ -155,11 +155,12 @@ def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
 
 def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
     """``summary.json``: per variant the test F1 of every seed (%), mean ± std, both ensembles, SemEval macro-F1,
-    the epochs trained and the configs it was trained with. ``best`` is the variant of that name or, without one,
-    a copy of the variant with the highest mean dev F1 over its seeds (chosen on dev, never on test) naming it in
-    ``variant``."""
+    the epochs trained, where its mean dev F1 plateaus (``dev_plateau``) and the configs it was trained with. ``best``
+    is the variant of that name or, without one, a copy of the variant with the highest mean dev F1 over its seeds
+    (chosen on dev, never on test) naming it in ``variant``."""
     out = Path(out)
     summary: dict[str, Any] = {}
+    curves = dev_curves(out, list(dict.fromkeys(r.variant for r in results)))
     for name in ordered(r.variant for r in results):
         runs = sorted((r for r in results if r.variant == name), key=lambda r: r.seed)
         extra = [read_json(out / name / f"seed_{r.seed}" / RESULT_FILE) for r in runs]
@@ -176,6 +177,7 @@ def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
             "ensemble_vote_f1": round(ensembles["vote"], 2) if ensembles else None,
             "ensemble_avg_f1": round(ensembles["average"], 2) if ensembles else None,
             "epochs": sorted({r.epochs for r in runs}),
+            "dev_plateau": plateau(curves[name]) if name in curves else None,
             "checkpoint": sorted({r.checkpoint for r in runs}),
             "recipe": extra[0].get("recipe"),
             "commits": sorted({e.get("commit") or "unknown" for e in extra}),
@@ -190,14 +192,35 @@ def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
     return write_json(out / SUMMARY_FILE, summary)
 
 
-def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Path | None:
-    """Dev F1 per epoch of each variant: the mean over seeds with a band of ± one standard deviation."""
+def dev_curves(out: str | Path, variants: Sequence[str]) -> dict[str, np.ndarray]:
+    """Dev F1 (%) per epoch of each variant's stored seeds, (seeds, epochs), cut to the shortest seed's epochs."""
     curves: dict[str, list[list[float]]] = {}
     for name in variants:
         for result in sorted(Path(out).glob(f"{name}/seed_*/{RESULT_FILE}")):
             curve = read_json(result).get("dev_curve")
             if curve:
                 curves.setdefault(name, []).append(curve)
+    return {name: 100 * np.asarray([c[:min(map(len, runs))] for c in runs]) for name, runs in curves.items()}
+
+
+def plateau(curves: np.ndarray, within: Sequence[float] = (1.0, 0.5)) -> dict[str, Any]:
+    """Where the mean dev F1 over seeds peaks, and for each margin the first epoch from which every later epoch's
+    mean stays within that many points of the peak (None: the last epoch is further below): how a run's length is
+    checked against convergence."""
+    mean = curves.mean(axis=0)
+    peak = int(mean.argmax())
+    since: dict[str, int | None] = {}
+    for margin in within:
+        below = np.flatnonzero(mean < mean[peak] - margin)
+        since[f"{margin:g}"] = None if below.size and below[-1] == len(mean) - 1 else int(below[-1]) + 2 if below.size else 1
+    return {"seeds": len(curves), "epochs": len(mean), "peak_epoch": peak + 1,
+            "peak_dev_f1": round(float(mean[peak]), 2), "last_dev_f1": round(float(mean[-1]), 2),
+            "within_points_of_peak_from_epoch": since}
+
+
+def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Path | None:
+    """Dev F1 per epoch of each variant: the mean over seeds with a band of ± one standard deviation."""
+    curves = dev_curves(out, variants)
     if not curves:
         return None
     import matplotlib
@@ -206,12 +229,10 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for name, runs in curves.items():
-        length = min(len(c) for c in runs)
-        values = 100 * np.asarray([c[:length] for c in runs])  # (seeds, epochs)
-        epochs = np.arange(1, length + 1)
-        mean, std = values.mean(axis=0), values.std(axis=0, ddof=1) if len(runs) > 1 else np.zeros(length)
-        (line,) = ax.plot(epochs, mean, label=f"{name} (n={len(runs)})", linewidth=1.5)
+    for name, values in curves.items():
+        epochs = np.arange(1, values.shape[1] + 1)
+        mean, std = values.mean(axis=0), values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(len(epochs))
+        (line,) = ax.plot(epochs, mean, label=f"{name} (n={len(values)})", linewidth=1.5)
         ax.fill_between(epochs, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("epoch")
     ax.set_ylabel("dev F1 (%)")

@@ -109,6 +109,18 @@ def test_summary_means_stds_and_delta_against_the_final_model() -> None:
     assert by_relu[1].delta_f1 == pytest.approx(4.0)
 
 
+def test_plateau_is_where_the_mean_over_seeds_stays_near_its_peak() -> None:
+    curves = np.array([[40.0, 60.0, 66.0, 67.0, 69.0, 68.0, 68.6],
+                       [42.0, 62.0, 67.0, 68.0, 67.0, 68.6, 68.8]])  # mean 41 61 66.5 67.5 68 68.3 68.7
+    found = R.plateau(curves)
+    assert found["peak_epoch"] == 7 and found["peak_dev_f1"] == 68.7 and found["seeds"] == 2
+    assert found["within_points_of_peak_from_epoch"] == {"1": 5, "0.5": 6}
+    assert R.plateau(curves, within=(0.1,))["within_points_of_peak_from_epoch"] == {"0.1": 7}
+    assert R.plateau(np.array([[50.0, 70.0, 60.0]]))["within_points_of_peak_from_epoch"]["1"] is None, \
+        "a curve that falls away at the end has no plateau"
+    assert R.plateau(np.array([[70.0, 69.8]]))["within_points_of_peak_from_epoch"]["0.5"] == 1
+
+
 def test_markdown_latex_and_csv_tables() -> None:
     rows = A.summarize([result("final", 1, 0.66), result("final", 2, 0.67), result("two_residuals", 1, 0.6543, 1234567)])
     md = A.render_markdown(rows, published=True).splitlines()
@@ -237,6 +249,9 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
     summary = json.loads((out / "summary.json").read_text())
     assert summary["relu"]["test_f1"] == [round(100 * expected_f1(1), 2), round(100 * expected_f1(2), 2)]
     assert summary["relu"]["ensemble_vote_f1"] is not None and summary["relu"]["epochs"] == [3]
+    assert summary["relu"]["dev_plateau"] == {"seeds": 2, "epochs": 3, "peak_epoch": 2, "peak_dev_f1": 70.0,
+                                              "last_dev_f1": 60.0, "within_points_of_peak_from_epoch": {
+                                                  "1": None, "0.5": None}}
     assert (out / R.CURVES_FILE).read_bytes().startswith(b"\x89PNG")
 
     assert ablate.main(args) == 0 and len(fake.calls) == 4, "finished runs are skipped"
