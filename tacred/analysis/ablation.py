@@ -254,15 +254,16 @@ class Row:
     recall: tuple[float, float]
     f1: tuple[float, float]
     dev_f1: tuple[float, float]
-    delta_f1: float | None  # mean F1 minus the reference row's, in points; None without a reference
+    delta_f1: float | None  # mean F1 minus the reference's over the seeds both have, in points; None: none shared
     parameters: int
     p_value: float | None = None  # paired approximate randomization against the reference (tacred.analysis.significance)
 
 
 def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:
-    """One row per variant (the reference first, then row order), scores in percent; Δ F1 against ``reference`` when
-    it has results, and the p-value of ``tests[variant]`` (a :class:`tacred.analysis.significance.Significance`)
-    where given."""
+    """One row per variant (the reference first, then row order), scores in percent; Δ F1 against ``reference`` over
+    the seeds both have (the pairs the significance test compares, so a row still missing seeds is not compared
+    with the reference's other seeds), and the p-value of ``tests[variant]`` (a
+    :class:`tacred.analysis.significance.Significance`) where given."""
     by_variant: dict[str, list[RunResult]] = {}
     for r in results:
         by_variant.setdefault(r.variant, []).append(r)
@@ -275,12 +276,17 @@ def summarize(results: Sequence[RunResult], reference: str = "final", tests: dic
 
         rows.append(Row(name, tuple(r.seed for r in runs), pct("precision"), pct("recall"), pct("f1"),
                         pct("dev_f1"), None, max(r.parameters for r in runs)))
-    ref = next((row for row in rows if row.variant == reference), None)
-    if ref is None:
+    if reference not in by_variant:
         return rows
+    ref_f1 = {r.seed: 100 * r.f1 for r in by_variant[reference]}
+
+    def delta(name: str) -> float | None:
+        pairs = [(100 * r.f1, ref_f1[r.seed]) for r in by_variant[name] if r.seed in ref_f1]
+        return mean_std([a - b for a, b in pairs])[0] if pairs else None
+
     tests = tests or {}
     rows.sort(key=lambda row: row.variant != reference)  # the row the others are compared with comes first
-    return [replace(row, delta_f1=row.f1[0] - ref.f1[0],
+    return [replace(row, delta_f1=delta(row.variant),
                     p_value=tests[row.variant].p_value if row.variant in tests else None) for row in rows]
 
 

@@ -102,11 +102,14 @@ def test_summary_means_stds_and_delta_against_the_final_model() -> None:
     assert final.f1 == pytest.approx((66.0, statistics.stdev([66.0, 67.0, 65.0])))
     assert relu.f1 == pytest.approx((62.0, statistics.stdev([60.0, 64.0])))
     assert relu.precision[0] == pytest.approx(64.0) and relu.recall[0] == pytest.approx(60.0)
-    assert relu.delta_f1 == pytest.approx(-4.0) and final.delta_f1 == pytest.approx(0.0)
+    # relu has seeds 1-2 only: Δ compares them with final's seeds 1-2 (66.5), the pairs its p-value tests
+    assert relu.delta_f1 == pytest.approx(-4.5) and final.delta_f1 == pytest.approx(0.0)
     assert A.summarize(results, reference="missing")[1].delta_f1 is None
     by_relu = A.summarize(results, reference="relu")
     assert [r.variant for r in by_relu] == ["relu", "final"], "the row the others are compared with comes first"
-    assert by_relu[1].delta_f1 == pytest.approx(4.0)
+    assert by_relu[1].delta_f1 == pytest.approx(4.5)
+    apart = {r.variant: r for r in A.summarize([*results, result("lemmas", 7, 0.70)])}
+    assert apart["lemmas"].delta_f1 is None, "no seed in common: nothing to compare"
 
 
 def test_plateau_is_where_the_mean_over_seeds_stays_near_its_peak() -> None:
@@ -126,12 +129,13 @@ def test_markdown_latex_and_csv_tables() -> None:
     md = A.render_markdown(rows, published=True).splitlines()
     assert md[0] == "| Variant | P | R | F1 | Δ F1 vs final | Parameters | Seeds | Paper F1 |"
     assert md[2] == "| final | 68.5 ± 0.7 | 64.5 ± 0.7 | 66.5 ± 0.7 | — | 1,000 | 2 | 66.5 |"
-    assert md[3] == "| two_residuals | 67.4 | 63.4 | 65.4 | −1.1 | 1,234,567 | 1 | 65.4 |"
+    # Δ pairs seed 1 with final's seed 1 (66.0), not with final's mean over seeds 1-2
+    assert md[3] == "| two_residuals | 67.4 | 63.4 | 65.4 | −0.6 | 1,234,567 | 1 | 65.4 |"
     tex = A.render_latex(rows)
-    assert r"two\_residuals & 67.4 & 63.4 & 65.4 & $-$1.1 & 1{,}234{,}567 & 1 \\" in tex
+    assert r"two\_residuals & 67.4 & 63.4 & 65.4 & $-$0.6 & 1{,}234{,}567 & 1 \\" in tex
     assert r"66.5 $\pm$ 0.7" in tex and tex.startswith(r"\begin{tabular}{lrrrrrr}")
     table = list(csv.DictReader(io.StringIO(A.render_csv(rows))))
-    assert table[1]["variant"] == "two_residuals" and float(table[1]["delta_f1"]) == pytest.approx(-1.07)
+    assert table[1]["variant"] == "two_residuals" and float(table[1]["delta_f1"]) == pytest.approx(-0.57)
     assert float(table[0]["f1_std"]) == pytest.approx(statistics.stdev([66.0, 67.0]), abs=1e-4)
     assert table[0]["seeds"] == "1 2" and table[1]["parameters"] == "1234567"
 
