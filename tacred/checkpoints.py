@@ -4,6 +4,7 @@ and a checkpoint is unpickled with ``weights_only=True``, so one from a stranger
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,13 @@ def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -
     if missing:
         raise CheckpointError(f"{path}: the checkpoint has no parameter {missing[0]} (and {len(missing) - 1} more) "
                               f"that this configuration needs (another network?)")
+
+
+def trained_seconds(ckpt: Mapping[str, Any]) -> float | None:
+    """Seconds of training up to this checkpoint, over every leg of a resumed run, as the fit's ``Timer`` callback
+    stored them (:class:`tacred.lightning_cli.TacredCLI` adds one); None for a checkpoint written without one."""
+    for key, state in (ckpt.get("callbacks") or {}).items():
+        if str(key).split("{")[0] == "Timer" and isinstance(state, Mapping):
+            seconds = (state.get("time_elapsed") or {}).get("train")
+            return None if seconds is None else float(seconds)
+    return None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jsonargparse import Namespace
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary, Timer
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from tacred.callbacks import LastCheckpoint, PredictionFileWriter
@@ -225,6 +225,11 @@ class TacredCLI(LightningCLI):
         if self.subcommand == "fit":
             self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
             self.trainer.callbacks.append(EpochSummary())
+        if not any(isinstance(c, Timer) for c in self.trainer.callbacks):
+            # no time limit: it stores the training time in every checkpoint, summed over a resumed run's legs
+            # (tacred.checkpoints.trained_seconds); present in every subcommand, so loading such a checkpoint
+            # finds the callback that wrote it
+            self.trainer.callbacks.append(Timer(verbose=False))
         if self.subcommand == "fit" and self.trainer.logger is not None:
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:

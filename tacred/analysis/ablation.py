@@ -119,6 +119,20 @@ def claim_run(run: Path) -> str | None:
     return f"{path} (taken by another process meanwhile)"
 
 
+def earlier_seconds(run: Path) -> float:
+    """Training seconds that earlier, interrupted legs of ``run`` already spent, as its ``last.ckpt`` records them
+    (:func:`tacred.checkpoints.trained_seconds`): 0.0 for a fresh run or a checkpoint that predates the record."""
+    from tacred.checkpoints import CheckpointError, read_checkpoint, trained_seconds
+
+    last = run / "checkpoints" / "last.ckpt"
+    if not last.is_file():
+        return 0.0
+    try:
+        return trained_seconds(read_checkpoint(last)) or 0.0
+    except CheckpointError:
+        return 0.0  # the fit that resumes from it stops with the clear error, naming the file
+
+
 def release_run(run: Path) -> None:
     (run / CLAIM_FILE).unlink(missing_ok=True)
 

@@ -21,6 +21,7 @@ from tacred.analysis.ablation import (
     Variant,
     claim_run,
     dev_f1_by_epoch,
+    earlier_seconds,
     find_variants,
     fit_command,
     load_results,
@@ -134,11 +135,12 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
         fit_info = json.loads(done.read_text(encoding="utf-8"))
     else:
         resumed = (run / "checkpoints" / "last.ckpt").is_file()
+        earlier = earlier_seconds(run)  # a resumed run's seconds count every leg, not only this one
         cmd = fit_command(args.config, variant, seed, run, args.max_epochs, args.extra)
         start = time.perf_counter()
         if run_command(cmd, run / "fit.log"):
             raise _failed(variant, seed, "fit", run / "fit.log")
-        fit_info = {"seconds": time.perf_counter() - start, "resumed": resumed, "command": cmd,
+        fit_info = {"seconds": earlier + time.perf_counter() - start, "resumed": resumed, "command": cmd,
                     "commit": git_commit()}
         write_json(done, fit_info)
     commands.append(fit_info["command"])

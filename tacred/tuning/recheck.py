@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacred.analysis.ablation import FIT_DONE_FILE, claim_run, dev_f1_by_epoch, release_run
+from tacred.analysis.ablation import FIT_DONE_FILE, claim_run, dev_f1_by_epoch, earlier_seconds, release_run
 from tacred.analysis.ensemble import mean_std
 from tacred.io import write_json, write_text_atomic
 from tacred.tuning.records import best_trial, format_value, trial_label, write_trial_config
@@ -81,7 +81,7 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
             if not (run / FIT_DONE_FILE).is_file():  # finished while this process looked
                 print(f"re-check trial {trial_label(trial)} seed {seed}: training in {run} ...", file=sys.stderr,
                       flush=True)
-                start = time.perf_counter()
+                start = time.perf_counter() - earlier_seconds(run)
                 TacredCLI(args=objective.fit_args(dict(trial.params), run, seed=seed))
                 write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1)})
         finally:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacred.analysis.ablation import dev_f1_by_epoch
+from tacred.analysis.ablation import dev_f1_by_epoch, earlier_seconds
 from tacred.tuning.records import OFFSET
 from tacred.tuning.space import SearchSpace, TuneError, override_args
 
@@ -114,7 +114,7 @@ class Objective:
         trial.set_user_attr("trial", label)
         trial.set_user_attr("run_dir", str(run_dir))
         log.info("trial %d (%s): %s", label, run_dir, json.dumps(params))
-        start = time.perf_counter()
+        start = time.perf_counter() - earlier_seconds(run_dir)  # a resumed trial counts its earlier legs too
         pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
         try:

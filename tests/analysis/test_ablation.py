@@ -18,6 +18,7 @@ import yaml
 
 from tacred.analysis import ablation as A
 from tacred.analysis import results as R
+from tacred.checkpoints import trained_seconds
 from tacred.commands import ablate
 from tests.conftest import REPO, run_in_process
 
@@ -269,6 +270,21 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
     assert (out / "table.md").is_file() and "| final |" in capsys.readouterr().out
 
 
+def test_earlier_seconds_read_the_timer_in_last_ckpt_and_count_nothing_they_cannot_read(tmp_path: Path) -> None:
+    checkpoints = tmp_path / "run" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    assert A.earlier_seconds(tmp_path / "run") == 0.0  # a fresh run
+    old = torch.load(REPO / "tests" / "fixtures" / "checkpoint_v1.ckpt", map_location="cpu", weights_only=False)
+    assert trained_seconds(old) is None  # written before fits stored their training time
+    torch.save(old, checkpoints / "last.ckpt")
+    assert A.earlier_seconds(tmp_path / "run") == 0.0
+    old["callbacks"] = {**old.get("callbacks", {}), "Timer": {"time_elapsed": {"train": 812.5, "validate": 0}}}
+    torch.save(old, checkpoints / "last.ckpt")
+    assert A.earlier_seconds(tmp_path / "run") == 812.5
+    (checkpoints / "last.ckpt").write_bytes(b"cut off")  # the fit that resumes from it reports the file
+    assert A.earlier_seconds(tmp_path / "run") == 0.0
+
+
 def test_last_epoch_checkpoint_and_resumed_fit(tmp_path: Path, fake: FakeRuns) -> None:
     out = tmp_path / "out"
     (out / "final" / "seed_1" / "checkpoints").mkdir(parents=True)
@@ -479,10 +495,18 @@ def test_real_sweep_two_variants_resume_and_table_only(tmp_path: Path, tiny_data
     run = out / "final" / "seed_1"  # pretend the sweep stopped after epoch 1 of a 2-epoch fit
     (run / "result.json").unlink()
     (run / "fit.done").unlink()
+    last = run / "checkpoints" / "last.ckpt"
+    ckpt = torch.load(last, map_location="cpu", weights_only=False)
+    assert 0 < trained_seconds(ckpt) < 600
+    ckpt["callbacks"]["Timer"]["time_elapsed"]["train"] = 5000.0  # say that leg trained for 5,000 s
+    torch.save(ckpt, last)
     run_ablate(*args[: args.index("--max_epochs")], "--max_epochs", "2", "--only", "final", "--seeds", "1",
                *args[args.index("--extra"):])
     stored = json.loads((run / "result.json").read_text())
     assert stored["resumed"] is True and stored["epochs"] == 2
+    # seconds count the earlier leg too, and the resumed checkpoint carries the sum on
+    assert 5000 < stored["seconds"] < 5600
+    assert 5000 < trained_seconds(torch.load(last, map_location="cpu", weights_only=False)) < 5600
     assert "resuming from" in (run / "fit.log").read_text()
 
     for name in A.TABLE_FILES:
