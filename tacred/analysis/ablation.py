@@ -271,6 +271,17 @@ class Row:
     delta_f1: float | None  # mean F1 minus the reference's over the seeds both have, in points; None: none shared
     parameters: int
     p_value: float | None = None  # paired approximate randomization against the reference (tacred.analysis.significance)
+    settled: bool | None = None  # dev F1 settled by the last epoch (tacred.analysis.results.settled); None: unknown
+
+    @property
+    def label(self) -> str:
+        """The variant's name, marked † when its dev F1 had not settled (:data:`UNSETTLED_NOTE`)."""
+        return self.variant + (" †" if self.settled is False else "")
+
+
+UNSETTLED_NOTE = ("† not settled: in its last 10 epochs the mean dev F1 over seeds was more than 1 point below its "
+                  "best (`dev_plateau` in summary.json), so the row is measured at the common budget, not at its own "
+                  "plateau.")
 
 
 def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:
@@ -329,11 +340,13 @@ def render_markdown(rows: Sequence[Row], reference: str = "final", published: bo
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         n = len(r.seeds)
-        cells = ([r.variant, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n), _delta(r, reference)]
+        cells = ([r.label, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n), _delta(r, reference)]
                  + ([_p(r, reference)] if tested else []) + [f"{r.parameters:,}", str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "—")
         lines.append("| " + " | ".join(cells) + " |")
+    if any(r.settled is False for r in rows):
+        lines += ["", UNSETTLED_NOTE]
     return "\n".join(lines) + "\n"
 
 
@@ -345,13 +358,17 @@ def render_latex(rows: Sequence[Row], reference: str = "final", published: bool 
     lines = [r"\begin{tabular}{l" + "r" * (len(head) - 1) + "}", r"\hline", " & ".join(head) + r" \\", r"\hline"]
     for r in rows:
         n = len(r.seeds)
-        cells = ([r.variant.replace("_", r"\_"), *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1)),
+        name = r.variant.replace("_", r"\_") + (r"$^\dagger$" if r.settled is False else "")
+        cells = ([name, *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1)),
                   _delta(r, reference, minus="$-$")] + ([_p(r, reference, tex=True)] if tested else [])
                  + [f"{r.parameters:,}".replace(",", "{,}"), str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "--")
         lines.append(" & ".join(cells) + r" \\")
-    return "\n".join([*lines, r"\hline", r"\end{tabular}"]) + "\n"
+    lines += [r"\hline", r"\end{tabular}"]
+    if any(r.settled is False for r in rows):
+        lines.append("% " + UNSETTLED_NOTE.replace("†", r"$\dagger$").replace("`", ""))
+    return "\n".join(lines) + "\n"
 
 
 def render_csv(rows: Sequence[Row]) -> str:
@@ -359,13 +376,14 @@ def render_csv(rows: Sequence[Row]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["variant", "runs", "seeds", "precision", "precision_std", "recall", "recall_std", "f1", "f1_std",
-                     "delta_f1", "p_value", "dev_f1", "dev_f1_std", "parameters"])
+                     "delta_f1", "p_value", "dev_f1", "dev_f1_std", "parameters", "settled"])
     for r in rows:
         delta = "" if r.delta_f1 is None else f"{r.delta_f1:.4f}"
         writer.writerow([r.variant, len(r.seeds), " ".join(map(str, r.seeds)), *(f"{x:.4f}" for x in r.precision),
                          *(f"{x:.4f}" for x in r.recall), *(f"{x:.4f}" for x in r.f1), delta,
                          "" if r.p_value is None else f"{r.p_value:.5f}",
-                         *(f"{x:.4f}" for x in r.dev_f1), r.parameters])
+                         *(f"{x:.4f}" for x in r.dev_f1), r.parameters,
+                         "" if r.settled is None else str(r.settled).lower()])
     return buf.getvalue()
 
 
@@ -379,7 +397,7 @@ def plot_f1(rows: Sequence[Row], path: Path, reference: str = "final") -> None:
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.35 * len(rows)))
     y = list(range(len(rows)))[::-1]
     ax.barh(y, [r.f1[0] for r in rows], xerr=[r.f1[1] for r in rows], color="#4c72b0", capsize=3)
-    ax.set_yticks(y, [r.variant for r in rows])
+    ax.set_yticks(y, [r.label for r in rows])
     for yi, r in zip(y, rows, strict=True):
         ax.text(r.f1[0] + r.f1[1] + 0.5, yi, f"{r.f1[0]:.1f}", va="center", fontsize=8)
     ref = next((r for r in rows if r.variant == reference), None)

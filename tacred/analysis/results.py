@@ -218,8 +218,21 @@ def plateau(curves: np.ndarray, within: Sequence[float] = (1.0, 0.5)) -> dict[st
             "within_points_of_peak_from_epoch": since}
 
 
+SETTLED_WINDOW, SETTLED_MARGIN = 10, 1.0
+
+
+def settled(curves: np.ndarray, window: int = SETTLED_WINDOW, margin: float = SETTLED_MARGIN) -> bool:
+    """Whether the mean dev F1 over seeds stayed within ``margin`` points of its best in each of the last ``window``
+    epochs (the rule that chose the recipe's epochs, :func:`plateau`); a row that is not settled, still rising or
+    falling away at the end, is measured at the common budget rather than at its own plateau."""
+    since = plateau(curves, within=(margin,))["within_points_of_peak_from_epoch"][f"{margin:g}"]
+    return since is not None and since <= max(1, curves.shape[1] - window + 1)
+
+
 def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Path | None:
-    """Dev F1 per epoch of each variant: the mean over seeds with a band of ± one standard deviation."""
+    """Dev F1 per epoch of each variant: the mean over seeds with a band of ± one standard deviation; on the left
+    every epoch, on the right the last half, zoomed on the rows near the top. A row that had not settled
+    (:func:`settled`) is marked † in the legend; past ten rows the colours repeat with another line style."""
     curves = dev_curves(out, variants)
     if not curves:
         return None
@@ -228,19 +241,35 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for name, values in curves.items():
+    fig, (full, zoom) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    start = max(len(values[0]) for values in curves.values()) // 2  # the zoom's first epoch - 1
+    low, high = np.inf, -np.inf
+    for i, (name, values) in enumerate(curves.items()):
         epochs = np.arange(1, values.shape[1] + 1)
         mean, std = values.mean(axis=0), values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(len(epochs))
-        (line,) = ax.plot(epochs, mean, label=f"{name} (n={len(values)})", linewidth=1.5)
-        ax.fill_between(epochs, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("dev F1 (%)")
-    ax.set_title("Dev F1 per epoch: mean over seeds, band ± 1 std")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+        style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[i // 10 % 4], "linewidth": 1.5}
+        label = f"{name}{'' if settled(values) else ' †'} (n={len(values)})"
+        for ax in (full, zoom):
+            ax.plot(epochs, mean, label=label if ax is full else None, **style)
+            ax.fill_between(epochs, mean - std, mean + std, color=style["color"], alpha=0.15 if ax is full else 0.07,
+                            linewidth=0)
+        if len(mean) > start:
+            low, high = min(low, float((mean - std)[start:].min())), max(high, float((mean + std)[start:].max()))
+    for ax in (full, zoom):
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    full.set_ylabel("dev F1 (%)")
+    full.set_title("Dev F1 per epoch: mean over seeds, band ± 1 std")
+    if np.isfinite(low):
+        zoom.set_xlim(start + 1, max(len(values[0]) for values in curves.values()))
+        zoom.set_ylim(max(low, high - 10) - 0.5, high + 0.5)  # rows more than 10 points below the top leave the zoom
+    zoom.set_title(f"epochs {start + 1}+ (zoom)")
+    note = "† not settled: dev F1 > 1 point below its best in the last 10 epochs"
+    handles, labels = full.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+               title=note if any("†" in label for label in labels) else None, title_fontsize=7)
     fig.tight_layout()
     with atomic_path(path, keep_suffix=True) as tmp:
-        fig.savefig(tmp, dpi=120)
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path

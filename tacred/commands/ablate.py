@@ -46,7 +46,8 @@ and an interrupted fit resumes from its last.ckpt; delete a result to redo it.
 
 Tables (from the stored results alone, no training): OUT/table.md, table.tex, table.csv, f1.png with mean ± std
 over seeds, Δ F1 and a paired approximate-randomization p-value against --reference over the test examples;
-summary.json (per variant: F1 per seed, both ensembles over seeds) and dev_curves.png.
+summary.json (per variant: F1 per seed, both ensembles over seeds, where dev F1 plateaus) and dev_curves.png.
+A row marked † had not settled: its mean dev F1 was more than 1 point below its best in one of its last 10 epochs.
 
 Several processes (e.g. one per core, `make results-semeval`) may run the same command: each takes the next
 run nobody holds (RUNS/<variant>/seed_<S>/claim.json; a claim whose process died is taken over and resumed).
@@ -172,7 +173,16 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
 
 
 def render(args: argparse.Namespace, names: list[str] | None) -> int:
-    from tacred.analysis.results import CURVES_FILE, plot_dev_curves, significance, write_summary
+    from dataclasses import replace
+
+    from tacred.analysis.results import (
+        CURVES_FILE,
+        dev_curves,
+        plot_dev_curves,
+        settled,
+        significance,
+        write_summary,
+    )
 
     results = load_results(args.out, names)
     if not results:
@@ -180,12 +190,14 @@ def render(args: argparse.Namespace, names: list[str] | None) -> int:
         return 2
     variants = list(dict.fromkeys(r.variant for r in results))
     tests = significance(args.out, variants, args.reference, args.resamples)
-    rows = summarize(results, args.reference, tests)
+    curves = dev_curves(args.out, variants)
+    rows = [replace(row, settled=settled(curves[row.variant])) if row.variant in curves else row
+            for row in summarize(results, args.reference, tests)]
     paths = write_tables(args.out, rows, args.reference, args.published)
     paths.append(write_summary(args.out, results))
-    curves = plot_dev_curves(args.out, variants, Path(args.out) / CURVES_FILE)
+    picture = plot_dev_curves(args.out, variants, Path(args.out) / CURVES_FILE)
     print(paths[0].read_text(encoding="utf-8"), end="")
-    print("tables: " + ", ".join(str(p) for p in [*paths, *([curves] if curves else [])]))
+    print("tables: " + ", ".join(str(p) for p in [*paths, *([picture] if picture else [])]))
     return 0
 
 

@@ -9,6 +9,7 @@ import io
 import json
 import statistics
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,31 @@ def test_plateau_is_where_the_mean_over_seeds_stays_near_its_peak() -> None:
     assert R.plateau(np.array([[50.0, 70.0, 60.0]]))["within_points_of_peak_from_epoch"]["1"] is None, \
         "a curve that falls away at the end has no plateau"
     assert R.plateau(np.array([[70.0, 69.8]]))["within_points_of_peak_from_epoch"]["0.5"] == 1
+
+
+def test_a_row_is_settled_when_its_last_ten_epochs_stay_within_a_point_of_its_best() -> None:
+    rising = np.linspace(50.0, 70.0, 30)[None, :]  # about 0.7 a epoch to the end
+    assert not R.settled(rising)
+    flat = np.concatenate([np.linspace(50.0, 69.0, 20), np.full(10, 69.5)])[None, :]
+    assert R.settled(flat), "epochs 21-30 within 1 point of the best (69.5)"
+    late = flat.copy()
+    late[0, 20] = 68.4  # epoch 21, the first of the last ten, 1.1 below the best
+    assert not R.settled(late)
+    assert R.settled(np.concatenate([late, [[69.5]]], axis=1)), "one epoch more: epoch 21 leaves the last ten"
+    falling = np.concatenate([np.full(25, 70.0), np.full(5, 68.0)])[None, :]
+    assert not R.settled(falling), "a curve that falls away at the end is not settled either"
+    assert R.settled(np.array([[60.0, 60.5, 60.2]])) and not R.settled(np.array([[50.0, 60.0, 60.2]])), \
+        "fewer epochs than the window: all of them count"
+
+
+def test_unsettled_rows_are_marked_with_a_note_in_every_table() -> None:
+    rows = A.summarize([result("final", 1, 0.66), result("relu", 1, 0.62)])
+    rows = [replace(rows[0], settled=True), replace(rows[1], settled=False)]
+    md = A.render_markdown(rows)
+    assert "| final | " in md and "| relu † | " in md and md.rstrip().endswith(A.UNSETTLED_NOTE)
+    assert r"relu\_$^\dagger$" not in A.render_latex(rows) and r"relu$^\dagger$ &" in A.render_latex(rows)
+    assert [r["settled"] for r in csv.DictReader(io.StringIO(A.render_csv(rows)))] == ["true", "false"]
+    assert "†" not in A.render_markdown([rows[0]]), "no mark and no note when every row settled"
 
 
 def test_markdown_latex_and_csv_tables() -> None:
@@ -249,7 +275,8 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
     assert not (out / "relu" / "seed_2" / "checkpoints").exists(), "checkpoints stay in the runs folder"
     table = (out / "table.md").read_text()
     assert table.splitlines()[0] == "| Variant | P | R | F1 | Δ F1 vs final | p | Parameters | Seeds |"
-    assert "| relu |" in table and "| 1.000 | 4,321 | 2 |" in table, "identical predictions: p = 1"
+    assert "| relu † |" in table and "| 1.000 | 4,321 | 2 |" in table, "identical predictions: p = 1"
+    assert table.rstrip().endswith(A.UNSETTLED_NOTE), "relu's dev F1 falls from 70 to 60 in its last epoch"
     assert all((out / name).is_file() for name in A.TABLE_FILES)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["relu"]["test_f1"] == [round(100 * expected_f1(1), 2), round(100 * expected_f1(2), 2)]
@@ -267,7 +294,7 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
     (out / "table.md").unlink()
     capsys.readouterr()
     assert ablate.main(["--out", str(out), "--table_only", "--resamples", "100"]) == 0 and len(fake.calls) == 4
-    assert (out / "table.md").is_file() and "| final |" in capsys.readouterr().out
+    assert (out / "table.md").is_file() and "| final † |" in capsys.readouterr().out
 
 
 def test_earlier_seconds_read_the_timer_in_last_ckpt_and_count_nothing_they_cannot_read(tmp_path: Path) -> None:
