@@ -242,7 +242,8 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
     import matplotlib.pyplot as plt
 
     fig, (full, zoom) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [3, 2]})
-    start = max(len(values[0]) for values in curves.values()) // 2  # the zoom's first epoch - 1
+    last = max(len(values[0]) for values in curves.values())
+    start = last // 2  # the zoom's first epoch - 1
     low, high = np.inf, -np.inf
     for i, (name, values) in enumerate(curves.items()):
         epochs = np.arange(1, values.shape[1] + 1)
@@ -260,8 +261,8 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
         ax.grid(alpha=0.3)
     full.set_ylabel("dev F1 (%)")
     full.set_title("Dev F1 per epoch: mean over seeds, band ± 1 std")
-    if np.isfinite(low):
-        zoom.set_xlim(start + 1, max(len(values[0]) for values in curves.values()))
+    if np.isfinite(low) and last > start + 1:
+        zoom.set_xlim(start + 1, last)
         zoom.set_ylim(max(low, high - 10) - 0.5, high + 0.5)  # rows more than 10 points below the top leave the zoom
     zoom.set_title(f"epochs {start + 1}+ (zoom)")
     note = "† not settled: dev F1 > 1 point below its best in the last 10 epochs"
