@@ -138,11 +138,12 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
         resumed = (run / "checkpoints" / "last.ckpt").is_file()
         earlier = earlier_seconds(run)  # a resumed run's seconds count every leg, not only this one
         cmd = fit_command(args.config, variant, seed, run, args.max_epochs, args.extra)
+        commit = git_commit()  # the code the fit starts with (a checkout may move while it trains)
         start = time.perf_counter()
         if run_command(cmd, run / "fit.log"):
             raise _failed(variant, seed, "fit", run / "fit.log")
         fit_info = {"seconds": earlier + time.perf_counter() - start, "resumed": resumed, "command": cmd,
-                    "commit": git_commit()}
+                    "commit": commit}
         write_json(done, fit_info)
     commands.append(fit_info["command"])
     checkpoint = run / "checkpoints" / f"{args.checkpoint}.ckpt"

@@ -82,10 +82,9 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
             if not (run / FIT_DONE_FILE).is_file():  # finished while this process looked
                 print(f"re-check trial {trial_label(trial)} seed {seed}: training in {run} ...", file=sys.stderr,
                       flush=True)
-                start = time.perf_counter() - earlier_seconds(run)
+                start, commit = time.perf_counter() - earlier_seconds(run), git_commit()
                 TacredCLI(args=objective.fit_args(dict(trial.params), run, seed=seed))
-                write_json(run / FIT_DONE_FILE,
-                           {"seconds": round(time.perf_counter() - start, 1), "commit": git_commit()})
+                write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1), "commit": commit})
         finally:
             release_run(run)
     rows = {trial_label(t): Rechecked(trial_label(t), dict(t.params), {space.seed: float(t.value)}) for t in trials}

@@ -322,6 +322,16 @@ def test_last_epoch_checkpoint_and_resumed_fit(tmp_path: Path, fake: FakeRuns) -
     assert stored["resumed"] is True and stored["dev_f1"] == 0.6 and stored["checkpoint"] == "last"
 
 
+def test_a_run_records_the_commit_its_fit_started_on(tmp_path: Path, fake: FakeRuns,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    commits = iter(["aaa1111", "bbb2222"])  # the checkout moves to another commit while the fit trains
+    monkeypatch.setattr(R, "git_commit", lambda cwd=None: next(commits))
+    out = tmp_path / "out"
+    assert ablate.main(["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", variant_files(tmp_path)[0],
+                        "--seeds", "1", "--out", str(out)]) == 0
+    assert json.loads((out / "final" / "seed_1" / "result.json").read_text())["commit"] == "aaa1111"
+
+
 def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     base = ["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", *variant_files(tmp_path), "--out", str(out)]
