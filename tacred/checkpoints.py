@@ -93,8 +93,6 @@ def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -
 def trained_seconds(ckpt: Mapping[str, Any]) -> float | None:
     """Seconds of training up to this checkpoint, over every leg of a resumed run, as the fit's ``Timer`` callback
     stored them (:class:`tacred.lightning_cli.TacredCLI` adds one); None for a checkpoint written without one."""
-    for key, state in (ckpt.get("callbacks") or {}).items():
-        if str(key).split("{")[0] == "Timer" and isinstance(state, Mapping):
-            seconds = (state.get("time_elapsed") or {}).get("train")
-            return None if seconds is None else float(seconds)
-    return None
+    state = (ckpt.get("callbacks") or {}).get("Timer")  # Lightning's Timer keeps its state under its class name
+    seconds = (state.get("time_elapsed") or {}).get("train") if isinstance(state, Mapping) else None
+    return None if seconds is None else float(seconds)

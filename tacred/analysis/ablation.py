@@ -279,9 +279,12 @@ class Row:
         return self.variant + (" †" if self.settled is False else "")
 
 
-UNSETTLED_NOTE = ("† not settled: in its last 10 epochs the mean dev F1 over seeds was more than 1 point below its "
-                  "best (`dev_plateau` in summary.json), so the row is measured at the common budget, not at its own "
-                  "plateau.")
+# a row is settled when its mean dev F1 stayed within SETTLED_MARGIN points of its best in each of its last
+# SETTLED_WINDOW epochs (tacred.analysis.results.settled)
+SETTLED_WINDOW, SETTLED_MARGIN = 10, 1.0
+UNSETTLED_NOTE = (f"† not settled: in its last {SETTLED_WINDOW} epochs the mean dev F1 over seeds was more than "
+                  f"{SETTLED_MARGIN:g} point below its best (`dev_plateau` in summary.json), so the row is measured at "
+                  "the common budget, not at its own plateau.")
 
 
 def summarize(results: Sequence[RunResult], reference: str = "final", tests: dict[str, Any] | None = None) -> list[Row]:

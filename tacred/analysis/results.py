@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from tacred.analysis.ablation import RESULT_FILE, AblationError, RunResult, ordered
+from tacred.analysis.ablation import (
+    RESULT_FILE,
+    SETTLED_MARGIN,
+    SETTLED_WINDOW,
+    AblationError,
+    RunResult,
+    ordered,
+)
 from tacred.analysis.ensemble import mean_std
 from tacred.io import atomic_path, read_json, write_json
 
@@ -218,9 +225,6 @@ def plateau(curves: np.ndarray, within: Sequence[float] = (1.0, 0.5)) -> dict[st
             "within_points_of_peak_from_epoch": since}
 
 
-SETTLED_WINDOW, SETTLED_MARGIN = 10, 1.0
-
-
 def settled(curves: np.ndarray, window: int = SETTLED_WINDOW, margin: float = SETTLED_MARGIN) -> bool:
     """Whether the mean dev F1 over seeds stayed within ``margin`` points of its best in each of the last ``window``
     epochs (the rule that chose the recipe's epochs, :func:`plateau`); a row that is not settled, still rising or
@@ -265,7 +269,7 @@ def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Pat
         zoom.set_xlim(start + 1, last)
         zoom.set_ylim(max(low, high - 10) - 0.5, high + 0.5)  # rows more than 10 points below the top leave the zoom
     zoom.set_title(f"epochs {start + 1}+ (zoom)")
-    note = "† not settled: dev F1 > 1 point below its best in the last 10 epochs"
+    note = f"† not settled: dev F1 > {SETTLED_MARGIN:g} point below its best in the last {SETTLED_WINDOW} epochs"
     handles, labels = full.get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
                title=note if any("†" in label for label in labels) else None, title_fontsize=7)
