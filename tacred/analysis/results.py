@@ -67,6 +67,20 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
     return head + ("+dirty" if dirty.strip() else "")
 
 
+def environment() -> dict[str, str]:
+    """What a run's numbers depend on besides the code, the config and the seed: the library versions and the CPU
+    kernels ATen dispatches to. ``ATEN_CPU_CAPABILITY`` (``avx2``, ``avx512``, ``default``) chooses the kernels, and
+    AVX2 and AVX-512 kernels round differently, so one seed trains to other weights on a CPU that picks the other."""
+    import platform
+
+    import lightning
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "lightning": lightning.__version__,
+            "numpy": np.__version__, "machine": platform.machine(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def test_record(evaluation: Evaluation) -> dict[str, Any]:
     """The test scores of an evaluation plus its predictions as label ids (what significance tests need)."""
     from tacred.reports import is_semeval_label_set

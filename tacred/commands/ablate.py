@@ -126,7 +126,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     """Fit (unless ``fit.done``), predict the test split and store ``result.json`` for one variant and seed."""
     import yaml
 
-    from tacred.analysis.results import git_commit, save_probabilities, test_record
+    from tacred.analysis.results import environment, git_commit, save_probabilities, test_record
 
     run = run_dir(args.runs_dir or args.out, variant.name, seed)
     run.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
         if run_command(cmd, run / "fit.log"):
             raise _failed(variant, seed, "fit", run / "fit.log")
         fit_info = {"seconds": earlier + time.perf_counter() - start, "resumed": resumed, "command": cmd,
-                    "commit": commit}
+                    "commit": commit, "environment": environment()}  # the fit inherits this process's environment
         write_json(done, fit_info)
     commands.append(fit_info["command"])
     checkpoint = run / "checkpoints" / f"{args.checkpoint}.ckpt"
@@ -168,7 +168,8 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     results.mkdir(parents=True, exist_ok=True)
     save_probabilities(results, evaluation)
     write_result(results, result, commands=commands, recipe=[*map(str, args.config), str(variant.path)],
-                 commit=fit_info.get("commit") or git_commit(), semeval_macro_f1=record["semeval_macro_f1"],
+                 commit=fit_info.get("commit") or git_commit(), environment=fit_info.get("environment"),
+                 semeval_macro_f1=record["semeval_macro_f1"],
                  dev_curve=[dev[e] for e in sorted(dev)], config=config, test=record["test"])
     return result
 

@@ -7,7 +7,11 @@ import contextlib
 import csv
 import io
 import json
+import os
+import platform
 import statistics
+import subprocess
+import sys
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -271,6 +275,7 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
     assert stored["recipe"] == [str(REPO / "configs" / "tacred.yaml"), str(tmp_path / "relu.yaml")]
     assert stored["test"]["gold"] == GOLD and stored["test"]["pred"] == [0, 0, *GOLD[2:]]
     assert stored["semeval_macro_f1"] is None and "commit" in stored
+    assert stored["environment"] == R.environment(), "library versions and CPU kernels are recorded"
     assert np.load(out / "relu" / "seed_2" / R.PROBS_FILE)["probs"].shape == (10, 3)
     assert not (out / "relu" / "seed_2" / "checkpoints").exists(), "checkpoints stay in the runs folder"
     table = (out / "table.md").read_text()
@@ -330,6 +335,17 @@ def test_a_run_records_the_commit_its_fit_started_on(tmp_path: Path, fake: FakeR
     assert ablate.main(["--config", str(REPO / "configs" / "tacred.yaml"), "--variants", variant_files(tmp_path)[0],
                         "--seeds", "1", "--out", str(out)]) == 0
     assert json.loads((out / "final" / "seed_1" / "result.json").read_text())["commit"] == "aaa1111"
+
+
+def test_the_recorded_environment_names_the_cpu_kernels_that_aten_cpu_capability_chose() -> None:
+    # AVX2 and AVX-512 kernels round differently: a run's record must say which trained it, read from torch, not
+    # assumed from the machine
+    code = "import json; from tacred.analysis.results import environment; print(json.dumps(environment()))"
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=REPO)
+    recorded = json.loads(done.stdout)
+    assert recorded["cpu_capability"] == "DEFAULT"
+    assert recorded["torch"] == torch.__version__ and recorded["machine"] == platform.machine()
 
 
 def test_cluster_jobs_list_only_and_failures(tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:

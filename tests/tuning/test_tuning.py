@@ -19,7 +19,7 @@ import yaml
 
 from tacred import tuning as T
 from tacred.analysis.ablation import dev_f1_by_epoch
-from tacred.analysis.results import git_commit
+from tacred.analysis.results import environment, git_commit
 from tacred.commands import tune
 from tests.conftest import REPO, run_in_process
 
@@ -260,6 +260,7 @@ def test_a_study_trains_trials_as_run_folders_and_writes_its_files(tmp_path: Pat
         assert r["value"] == pytest.approx(sum(r["intermediate_values"].values()) / 2), "mean of the last epochs"
         assert r["user_attrs"]["best_dev_f1"] == max(r["intermediate_values"].values())
         assert r["user_attrs"]["commit"] == git_commit(), "the code that trained the trial is recorded"
+        assert r["user_attrs"]["environment"] == environment()
         assert r["params"]["model.lr"] == pytest.approx(yaml.safe_load((run / "config.yaml").read_text())["model"]["lr"])
     best = yaml.safe_load((study / "best.yaml").read_text())
     assert best["trainer"]["max_epochs"] == 2 and "lr" in best["model"]
@@ -313,7 +314,8 @@ def test_a_recheck_trains_the_best_trials_with_more_seeds_and_ranks_them_by_the_
         run = study / "trials" / "recheck" / f"trial_{t['trial']:04d}" / "seed_2"
         config = yaml.safe_load((run / "config.yaml").read_text())
         assert config["seed_everything"] == 2 and config["model"]["lr"] == pytest.approx(t["params"]["model.lr"])
-        assert json.loads((run / "fit.done").read_text())["commit"] == git_commit()
+        fit = json.loads((run / "fit.done").read_text())
+        assert fit["commit"] == git_commit() and fit["environment"] == environment()
         dev = dev_f1_by_epoch(run / "metrics.csv")
         assert t["values"]["2"] == pytest.approx(sum(dev.values()) / 2), "the study's objective, on seed 2's run"
     means = {t["trial"]: (t["values"]["1"] + t["values"]["2"]) / 2 for t in rechecked["trials"]}
