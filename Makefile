@@ -58,8 +58,8 @@ semeval-data: install
 UNTIL ?=
 until = $(if $(UNTIL),--timeout $$(( $$(date -d '$(UNTIL)' +%s) - $$(date +%s) )),)
 
-# Every SemEval run in docs/results/ trained on ATen's AVX2 kernels. A CPU where torch picks AVX-512 rounds
-# differently, so the same seed trains to other numbers there; on x86-64 these targets ask for AVX2, so a re-run
+# The SemEval runs in docs/results/ trained on ATen's AVX2 kernels. Where torch picks AVX-512 kernels they round
+# differently and the same seed trains to other numbers, so on x86-64 these targets ask for AVX2 and a re-run
 # reproduces the stored runs (ATEN_CPU_CAPABILITY=avx512 lets torch use AVX-512; result.json records which ran).
 ifeq ($(shell uname -m),x86_64)
 tune-semeval tune-semeval-lstm-self-attention results-semeval: export ATEN_CPU_CAPABILITY ?= avx2
