@@ -81,6 +81,12 @@ def environment() -> dict[str, str]:
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
+def provenance() -> dict[str, Any]:
+    """What trained a run, taken when its fit starts (a checkout may move while it trains): ``commit`` and
+    ``environment``. A fit in a subprocess inherits this process's environment."""
+    return {"commit": git_commit(), "environment": environment()}
+
+
 def test_record(evaluation: Evaluation) -> dict[str, Any]:
     """The test scores of an evaluation plus its predictions as label ids (what significance tests need)."""
     from tacred.reports import is_semeval_label_set

@@ -126,7 +126,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     """Fit (unless ``fit.done``), predict the test split and store ``result.json`` for one variant and seed."""
     import yaml
 
-    from tacred.analysis.results import environment, git_commit, save_probabilities, test_record
+    from tacred.analysis.results import git_commit, provenance, save_probabilities, test_record
 
     run = run_dir(args.runs_dir or args.out, variant.name, seed)
     run.mkdir(parents=True, exist_ok=True)
@@ -138,12 +138,12 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
         resumed = (run / "checkpoints" / "last.ckpt").is_file()
         earlier = earlier_seconds(run)  # a resumed run's seconds count every leg, not only this one
         cmd = fit_command(args.config, variant, seed, run, args.max_epochs, args.extra)
-        commit = git_commit()  # the code the fit starts with (a checkout may move while it trains)
+        started = provenance()  # the code and environment the fit starts with
         start = time.perf_counter()
         if run_command(cmd, run / "fit.log"):
             raise _failed(variant, seed, "fit", run / "fit.log")
         fit_info = {"seconds": earlier + time.perf_counter() - start, "resumed": resumed, "command": cmd,
-                    "commit": commit, "environment": environment()}  # the fit inherits this process's environment
+                    **started}
         write_json(done, fit_info)
     commands.append(fit_info["command"])
     checkpoint = run / "checkpoints" / f"{args.checkpoint}.ckpt"

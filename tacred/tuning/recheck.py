@@ -61,7 +61,7 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
     interrupted one resumes; several processes share the work through claim files) and return each trial's values,
     with what is still missing (held by another process, or not started within ``timeout`` seconds). The values
     are read after this process's last fit, so the last process of several to finish records every run."""
-    from tacred.analysis.results import environment, git_commit
+    from tacred.analysis.results import provenance
     from tacred.lightning_cli import TacredCLI
 
     started, trials = time.monotonic(), candidates(study, k)
@@ -82,10 +82,9 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
             if not (run / FIT_DONE_FILE).is_file():  # finished while this process looked
                 print(f"re-check trial {trial_label(trial)} seed {seed}: training in {run} ...", file=sys.stderr,
                       flush=True)
-                start, commit = time.perf_counter() - earlier_seconds(run), git_commit()
+                start, started = time.perf_counter() - earlier_seconds(run), provenance()
                 TacredCLI(args=objective.fit_args(dict(trial.params), run, seed=seed))
-                write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1), "commit": commit,
-                                                     "environment": environment()})
+                write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1), **started})
         finally:
             release_run(run)
     rows = {trial_label(t): Rechecked(trial_label(t), dict(t.params), {space.seed: float(t.value)}) for t in trials}

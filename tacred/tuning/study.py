@@ -106,7 +106,7 @@ class Objective:
     def __call__(self, trial: Any) -> float:
         from optuna_integration import PyTorchLightningPruningCallback
 
-        from tacred.analysis.results import environment, git_commit
+        from tacred.analysis.results import provenance
         from tacred.lightning_cli import TacredCLI
 
         params = {p.name: p.suggest(trial) for p in self.space.parameters}
@@ -114,8 +114,8 @@ class Objective:
         run_dir = self.trials_dir / f"trial_{label:04d}"
         trial.set_user_attr("trial", label)
         trial.set_user_attr("run_dir", str(run_dir))
-        trial.set_user_attr("commit", git_commit())  # the code that trained it (+dirty: with uncommitted edits)
-        trial.set_user_attr("environment", environment())  # library versions and CPU kernels
+        for key, value in provenance().items():  # commit (+dirty: with uncommitted edits), versions, CPU kernels
+            trial.set_user_attr(key, value)
         log.info("trial %d (%s): %s", label, run_dir, json.dumps(params))
         start = time.perf_counter() - earlier_seconds(run_dir)  # a resumed trial counts its earlier legs too
         pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
