@@ -29,7 +29,9 @@ class TacredDataModule(L.LightningDataModule):
         data_dir: folder the split files are relative to (absolute file paths ignore it).
         train_file, dev_file, test_file: TACRED JSON lists or JSON Lines.
         predict_file: what ``predict`` reads (defaults to ``test_file``).
-        glove_path: GloVe text file (``.txt``/``.gz``/``.zip``); None gives random word vectors.
+        glove_path: GloVe text file (``.txt``/``.gz``/``.zip``) or the name of vectors installed from PyPI
+            (``glove-6b-50d``: the official glove.6B 50-d vectors, ``pip install -e '.[glove]'``); None gives
+            random word vectors.
         embedding_dim: size of the word vectors.
         lowercase, min_count: word vocabulary options.
         entity_masking: replace subject/object tokens by ``SUBJ-<type>``/``OBJ-<type>``.
@@ -175,7 +177,8 @@ class TacredDataModule(L.LightningDataModule):
         if self.vocab_path or not self.glove_path:
             if not self.vocab_path:
                 log.warning("no glove_path given: word vectors are initialised randomly "
-                            "(pass --data.glove_path glove.840B.300d.zip for the paper's pretrained vectors)")
+                            "(pass --data.glove_path glove-6b-50d for the packaged glove.6B 50-d vectors with "
+                            "--model.network.word_dim 50, or a GloVe file such as glove.840B.300d.zip)")
             return None
         from tacred.data.glove import GloveFormatError, build_embedding_matrix
 

@@ -1,6 +1,7 @@
 """GloVe word vectors (Pennington et al., 2014) as an embedding matrix for a vocabulary.
 
-Reads the GloVe text format from ``.txt``, ``.gz`` or ``.zip`` and caches the finished matrix.
+Reads the GloVe text format from ``.txt``, ``.gz`` or ``.zip``, or vectors installed from PyPI by name
+(:mod:`tacred.data.packaged_vectors`, e.g. ``glove-6b-50d``), and caches the finished matrix.
 """
 
 from __future__ import annotations
@@ -236,17 +237,25 @@ def build_embedding_matrix(
 ) -> EmbeddingMatrix:
     """Embedding matrix for ``words``: GloVe rows where found, uniform(-1, 1) otherwise, zeros for ``skip``.
 
-    The result is cached in ``cache_dir`` (default ``default_cache_dir()``), keyed by the GloVe
-    file (absolute path, size, mtime), ``words`` and every option, so a second run skips the read.
+    ``path`` is a GloVe text file or the name of packaged vectors (``glove-6b-50d``). The result is cached in
+    ``cache_dir`` (default ``default_cache_dir()``), keyed by the source (a file's absolute path, size and mtime; a
+    package's version and files), ``words`` and every option, so a second run skips the read.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"GloVe file not found: {path}")
+    from tacred.data.packaged_vectors import packaged_vectors
+
+    packaged = packaged_vectors(path)
+    if packaged is None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"GloVe file not found: {path}")
+        source, stem = _file_identity(path), path.stem
+    else:
+        source, stem = packaged.identity(), packaged.name
     words = list(words)
     skip_rows = _check_skip(skip, len(words))
-    key = _cache_key(path, words, dim, lowercase, seed, skip_rows, member)
+    key = _cache_key(source, words, dim, lowercase, seed, skip_rows, member)
     folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    cache_file = folder / f"{path.stem}-{dim}d-{key[:24]}.pt"
+    cache_file = folder / f"{stem}-{dim}d-{key[:24]}.pt"
     if use_cache:
         cached = _load_cache(cache_file, key, len(words), dim)
         if cached is not None:
@@ -255,7 +264,10 @@ def build_embedding_matrix(
     start = time.perf_counter()
     skipped = set(skip_rows)
     wanted = [w for i, w in enumerate(words) if i not in skipped]
-    glove = read_glove_vectors(path, wanted, dim, lowercase=lowercase, member=member)
+    if packaged is None:
+        glove = read_glove_vectors(path, wanted, dim, lowercase=lowercase, member=member)
+    else:
+        glove = packaged.read(wanted, dim, lowercase=lowercase)
     vectors = random_embedding_matrix(len(words), dim, seed, skip_rows)
     found, missing = 0, []
     for i, word in enumerate(words):
@@ -283,13 +295,17 @@ def _check_skip(skip: Iterable[int], num_words: int) -> list[int]:
     return rows
 
 
-def _cache_key(
-    path: Path, words: list[str], dim: int, lowercase: bool, seed: int, skip: list[int], member: str | None
-) -> str:
+def _file_identity(path: Path) -> dict[str, object]:
     stat = path.stat()
+    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _cache_key(
+    source: dict[str, object], words: list[str], dim: int, lowercase: bool, seed: int, skip: list[int],
+    member: str | None,
+) -> str:
     options = {
-        "version": _CACHE_VERSION, "path": str(path.resolve()), "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns, "member": member, "dim": dim, "lowercase": lowercase,
+        "version": _CACHE_VERSION, **source, "member": member, "dim": dim, "lowercase": lowercase,
         "seed": seed, "skip": skip,
     }
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode("utf-8"))
