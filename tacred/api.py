@@ -126,14 +126,14 @@ class Predictor:
 
     def probabilities(self, examples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
         """Label probabilities (N, L) for TACRED dicts, in input order."""
-        from tacred.data.batching import EncodedSplit
-        from tacred.data.examples import Example
+        from tacred.data.batching import encode_split
+        from tacred.data.examples import DataFormatError, Example
         from tacred.errors import LabelError
 
         try:
-            data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(examples)], self.model.vocab,
+            data = encode_split([Example.from_dict(ex, i) for i, ex in enumerate(examples)], self.model.vocab,
                                 source="input")
-        except LabelError as err:
+        except (LabelError, DataFormatError) as err:  # a label the model lacks; too long for a transformer
             raise InputError(str(err)) from err
         return self.model.split_probabilities(data, self.batch_size)
 

@@ -2,7 +2,8 @@
 
 ``model.onnx`` takes the six (B, T) id tensors of a :class:`tacred.data.batching.Batch` (``words``, ``pos``, ``ner``,
 ``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns ``probabilities``
-(B, L). :class:`OnnxRelationModel` reads such a folder and predicts TACRED dicts with ONNX Runtime, without torch
+(B, L); for the transformer encoder, the tensors of a :class:`tacred.data.markers.MarkedBatch` instead (``input_ids``
+(B, T) int64, ``pad_mask`` (B, T) bool, ``subj_marker`` and ``obj_marker`` (B,) int64). :class:`OnnxRelationModel` reads such a folder and predicts TACRED dicts with ONNX Runtime, without torch
 checkpoints or Lightning.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,12 +20,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
+from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit, encode_split
 from tacred.data.examples import Example
+from tacred.data.markers import MarkedBatch
 from tacred.data.vocab import Vocabularies
 
 INPUTS = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
+MARKED_INPUTS = ("input_ids", "pad_mask", "subj_marker", "obj_marker")
 OPSET = 17
+
+
+def input_names(vocab: Vocabularies) -> tuple[str, ...]:
+    """The ONNX model's inputs: a transformer's (the vocabularies hold its tokenizer) or the word networks'."""
+    return MARKED_INPUTS if vocab.tokenizer is not None else INPUTS
 
 
 class ExportError(RuntimeError):
@@ -31,33 +40,44 @@ class ExportError(RuntimeError):
 
 
 class ProbabilityNetwork(nn.Module):
-    """The trained network as a function of plain tensors (no Batch dataclass): (B, T) ids → (B, L) probabilities."""
+    """The trained network as a function of plain tensors (no batch dataclass): the inputs named by
+    :func:`input_names`, in that order → (B, L) probabilities."""
 
-    def __init__(self, net: nn.Module) -> None:
+    def __init__(self, net: nn.Module, names: tuple[str, ...] = INPUTS) -> None:
         super().__init__()
         self.net = net
+        self.names = names
 
-    def forward(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, subj_positions: torch.Tensor,
-                obj_positions: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-        batch = Batch(words=words, pos=pos, ner=ner, subj_positions=subj_positions, obj_positions=obj_positions,
-                      pad_mask=pad_mask, labels=words[:, 0], index=words[:, 0])
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        given = dict(zip(self.names, tensors, strict=True))
+        first = tensors[0][:, 0]  # stands in for the labels and indices, which the network never reads
+        if self.names == MARKED_INPUTS:
+            batch: Batch | MarkedBatch = MarkedBatch(**given, labels=first, index=first)
+        else:
+            batch = Batch(**given, labels=first, index=first)
         return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
 
 
-def batch_inputs(batch: Batch) -> dict[str, np.ndarray]:
+def batch_inputs(batch: Batch | MarkedBatch) -> dict[str, np.ndarray]:
     """The ONNX model's inputs for a batch."""
-    return {name: getattr(batch, name).numpy() for name in INPUTS}
+    names = MARKED_INPUTS if isinstance(batch, MarkedBatch) else INPUTS
+    return {name: getattr(batch, name).numpy() for name in names}
 
 
 def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
     """Trace the network on a small batch of ``data`` with dynamic batch and length axes."""
+    names = input_names(model.vocab)
     sample = data.collate(list(range(min(4, len(data)))))
-    wrapper = ProbabilityNetwork(model.net).eval()
-    args = tuple(getattr(sample, name) for name in INPUTS)
-    dynamic = {name: {0: "batch", 1: "length"} for name in INPUTS} | {"probabilities": {0: "batch"}}
-    with torch.inference_mode(False), torch.no_grad():
-        torch.onnx.export(wrapper, args, str(path), input_names=list(INPUTS), output_names=["probabilities"],
-                          dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+    wrapper = ProbabilityNetwork(model.net, names).eval()
+    args = tuple(getattr(sample, name) for name in names)
+    dynamic = {name: {0: "batch"} if getattr(sample, name).ndim == 1 else {0: "batch", 1: "length"} for name in names}
+    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+        # the transformer's graph: transformers compares the mask's length with the input's in Python (equal for
+        # every input: a constant is right), and the marker positions it gathers are never negative
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message=r"Exporting aten::index operator of advanced indexing")
+        torch.onnx.export(wrapper, args, str(path), input_names=list(names), output_names=["probabilities"],
+                          dynamic_axes=dynamic | {"probabilities": {0: "batch"}}, opset_version=OPSET, dynamo=False)
 
 
 def compare_onnx(model: Any, data: EncodedSplit, path: Path, batch_size: int = 50) -> float:
@@ -204,7 +224,7 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
             examples = [ex if ex.relation in vocab.labels else _relabelled(ex, vocab.no_relation) for ex in examples]
         else:  # nothing to compare on: a few synthetic sentences still check the graph
             examples = _probe_examples(vocab)
-        data = EncodedSplit(examples, vocab, source=str(split_file or "probe sentences"))
+        data = encode_split(examples, vocab, source=str(split_file or "probe sentences"))
         start = time.perf_counter()
         export_onnx(model, data, out / "model.onnx")
         diff = compare_onnx(model, data, out / "model.onnx")
@@ -251,7 +271,7 @@ class OnnxRelationModel:
     def probabilities(self, examples: Sequence[Mapping[str, Any]], batch_size: int = 50) -> np.ndarray:
         """(N, L) label probabilities in input order."""
         items = [Example.from_dict({**ex, "relation": self.vocab.no_relation}, i) for i, ex in enumerate(examples)]
-        data = EncodedSplit(items, self.vocab, source="input")
+        data = encode_split(items, self.vocab, source="input")
         probs = np.zeros((len(data), len(self.vocab.labels)), dtype=np.float32)
         for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
             batch = data.collate(indices)

@@ -56,6 +56,20 @@ def _word_dim(network: Any) -> int:
     return NetworkConfig().word_dim if value is None else value
 
 
+def _tokenizer(network: Any) -> str | None:
+    """The data module's tokenizer: ``model.network.pretrained`` when the encoder is a transformer, else None."""
+    if network is None:
+        return None
+    if isinstance(network, dict | Namespace) and network.get("init_args") is not None:
+        network = network["init_args"]
+    get = network.get if isinstance(network, dict | Namespace) else (lambda key: getattr(network, key, None))
+    if get("encoder") != "transformer":
+        return None
+    from tacred.models.config import NetworkConfig
+
+    return get("pretrained") or NetworkConfig.pretrained
+
+
 def summary_depth(callbacks: Any) -> int:
     """``max_depth`` of a ModelSummary given in ``trainer.callbacks`` (Lightning's own default: 1)."""
     for callback in callbacks or []:
@@ -130,6 +144,7 @@ class TacredCLI(LightningCLI):
         parser.link_arguments("seed_everything", "data.seed")
         # one size for the word vectors: the network's word embedding decides, the data module reads GloVe at it
         parser.link_arguments("model.network", "data.embedding_dim", compute_fn=_word_dim)
+        parser.link_arguments("model.network", "data.tokenizer", compute_fn=_tokenizer)
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config

@@ -12,7 +12,8 @@ from typing import Any
 from tacred.errors import ConfigError
 
 DECAY_COMPARE = ("previous", "best")
-LR_SCHEDULES = ("stall", "cosine")  # tacred.models.schedule.build_schedule
+LR_SCHEDULES = ("stall", "cosine", "linear")  # tacred.models.schedule.build_schedule
+OPTIMIZERS = ("sgd", "adamw")
 LABEL_SETS = ("auto", "tacred", "retacred")
 
 
@@ -89,6 +90,12 @@ def check_module(values: Mapping[str, Any], prefix: str = "") -> None:
                  f"must be one of {', '.join(LR_SCHEDULES)}")
     if "no_relation_weight" in values:
         at_least(values["no_relation_weight"], 0, prefix + "no_relation_weight")
+    if "optimizer" in values:
+        _require(values["optimizer"] in OPTIMIZERS, prefix + "optimizer", values["optimizer"],
+                 f"must be one of {', '.join(OPTIMIZERS)}")
+    if "warmup_ratio" in values:
+        warmup = values["warmup_ratio"]
+        _require(_number(warmup) and 0 <= warmup <= 1, prefix + "warmup_ratio", warmup, "must be a fraction in [0, 1]")
     threshold = values.get("no_relation_threshold")
     if threshold is not None and not isinstance(threshold, str):
         _require(_number(threshold), prefix + "no_relation_threshold", threshold, "must be a finite number or a file")

@@ -58,10 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def predict_examples(model: Any, examples: Sequence[dict], batch_size: int = 50) -> Any:
     """Probabilities (N, L) for TACRED-format dicts, in input order."""
-    from tacred.data.batching import EncodedSplit
+    from tacred.data.batching import encode_split
     from tacred.data.examples import Example
 
-    data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(examples)], model.vocab, source="input")
+    data = encode_split([Example.from_dict(ex, i) for i, ex in enumerate(examples)], model.vocab, source="input")
     return model.split_probabilities(data, batch_size)
 
 

@@ -93,6 +93,16 @@ class EncodedSplit(torch.utils.data.Dataset):
         )
 
 
+def encode_split(examples: Sequence[Example], vocab: Vocabularies, source: str = "") -> EncodedSplit:
+    """The split as the vocabularies' model reads it: word, POS and NER ids, or a transformer's sub-words with typed
+    entity markers (:class:`tacred.data.markers.MarkedSplit`, same interface) when they hold a tokenizer."""
+    if vocab.tokenizer is not None:
+        from tacred.data.markers import MarkedSplit
+
+        return MarkedSplit(examples, vocab, source)  # type: ignore[return-value]
+    return EncodedSplit(examples, vocab, source)
+
+
 class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     """Batches of similar length: cheap padding, deterministic for a seed and epoch, sharded across ranks.
 

@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tacred import constants as C
-from tacred.data.batching import BucketBatchSampler, EncodedSplit
+from tacred.data.batching import BucketBatchSampler, EncodedSplit, encode_split
 from tacred.data.examples import Example, load_examples
 from tacred.data.labels import check_custom_labels, read_label_file
 from tacred.data.vocab import Vocabularies, build_vocabularies
@@ -46,6 +46,8 @@ class TacredDataModule(L.LightningDataModule):
         spacy_model: spaCy pipeline for lemmas (default: whichever English model is installed).
         min_glove_coverage: the smallest fraction of the vocabulary GloVe must cover (0 allows any coverage);
             below it the run stops, since it would mostly train on random vectors.
+        tokenizer: a pretrained transformer (folder, hub id or ``minilm``) whose tokenizer joins the vocabularies;
+            linked from ``--model.network.pretrained`` when the encoder is ``transformer``, else None.
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class TacredDataModule(L.LightningDataModule):
         seed: int = 0,
         spacy_model: str | None = None,
         min_glove_coverage: float = 0.5,
+        tokenizer: str | None = None,
     ) -> None:
         super().__init__()
         check_data({"batch_size": batch_size, "eval_batch_size": eval_batch_size, "embedding_dim": embedding_dim,
@@ -95,6 +98,7 @@ class TacredDataModule(L.LightningDataModule):
         self.seed = seed
         self.spacy_model = spacy_model
         self.min_glove_coverage = min_glove_coverage
+        self.tokenizer = tokenizer
         self._examples: dict[str, list[Example]] = {}
         self._encoded: dict[str, EncodedSplit] = {}
 
@@ -167,6 +171,11 @@ class TacredDataModule(L.LightningDataModule):
             self.examples("train"), labels=self._label_set(), lowercase=self.lowercase, min_count=self.min_count,
             entity_masking=self.entity_masking, use_lemmas=self.use_lemmas, no_relation=self.no_relation,
         )
+        if self.tokenizer:
+            from tacred.data.markers import tokenizer_spec
+
+            vocab.tokenizer = tokenizer_spec(self.tokenizer)
+            log.info("tokenizer of %s: longest input %d sub-words", self.tokenizer, vocab.tokenizer["max_length"])
         log.info("built vocabularies: %d words, %d POS, %d NER, %d labels",
                  len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels))
         return vocab
@@ -174,6 +183,8 @@ class TacredDataModule(L.LightningDataModule):
     @cached_property
     def word_vectors(self) -> torch.Tensor | None:
         """GloVe vectors for the word vocabulary, or None (the model then initialises randomly)."""
+        if self.tokenizer:
+            return None  # a pretrained transformer has its own embeddings
         if self.vocab_path or not self.glove_path:
             if not self.vocab_path:
                 log.warning("no glove_path given: word vectors are initialised randomly "
@@ -204,7 +215,7 @@ class TacredDataModule(L.LightningDataModule):
 
     def encoded(self, split: str) -> EncodedSplit:
         if split not in self._encoded:
-            self._encoded[split] = EncodedSplit(self.examples(split), self.vocab, source=str(self.path(split)))
+            self._encoded[split] = encode_split(self.examples(split), self.vocab, source=str(self.path(split)))
         return self._encoded[split]
 
     def _loader(self, split: str, train: bool) -> DataLoader:

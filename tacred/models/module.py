@@ -18,7 +18,7 @@ from tacred.metrics import TacredScore
 from tacred.models.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
-from tacred.models.schedule import build_schedule
+from tacred.models.schedule import LinearWarmup, build_schedule
 from tacred.models.trained import build_network, label_probabilities, read_trained, unfit_checkpoint
 from tacred.threshold import apply_threshold, load_threshold
 from tacred.validation import check_module
@@ -32,8 +32,12 @@ class RelationExtractor(L.LightningModule):
         word_vectors: pretrained word vectors (linked from the data module), or None.
         network: architecture (:class:`NetworkConfig`).
         lr, momentum, weight_decay: SGD.
-        lr_schedule: ``"stall"`` (the paper: :class:`DecayOnStall`) or ``"cosine"`` (annealed to zero over
-            ``trainer.max_epochs``, blind to dev F1).
+        lr_schedule: ``"stall"`` (the paper: :class:`DecayOnStall`), ``"cosine"`` (annealed to zero over
+            ``trainer.max_epochs``, blind to dev F1) or ``"linear"`` (per step: a warm-up over ``warmup_ratio`` of all
+            training steps, then down to zero; the fine-tuning rule of the transformer encoder).
+        optimizer: ``"sgd"`` (the paper) or ``"adamw"`` (the transformer encoder: ε 1e-6, ``weight_decay`` on every
+            weight matrix, none on biases and norms).
+        warmup_ratio: the share of training steps of the ``linear`` schedule's warm-up.
         decay_start_epoch, decay_factor, decay_compare, decay_patience: the ``stall`` rule: from epoch
             ``decay_start_epoch`` on, lr × ``decay_factor`` after ``decay_patience`` epochs in a row whose dev F1
             did not beat the previous (``decay_compare: previous``) or the best (``best``) epoch.
@@ -67,6 +71,8 @@ class RelationExtractor(L.LightningModule):
         no_relation_threshold: float | str | None = None,
         compile: bool = False,
         sparse_embedding: bool = True,
+        optimizer: str = "sgd",
+        warmup_ratio: float = 0.0,
     ) -> None:
         super().__init__()
         if vocab is None:
@@ -74,7 +80,8 @@ class RelationExtractor(L.LightningModule):
         check_module({"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
                       "decay_start_epoch": decay_start_epoch, "decay_factor": decay_factor,
                       "decay_compare": decay_compare, "no_relation_weight": no_relation_weight,
-                      "no_relation_threshold": no_relation_threshold})
+                      "no_relation_threshold": no_relation_threshold, "optimizer": optimizer,
+                      "warmup_ratio": warmup_ratio, "lr_schedule": lr_schedule})
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
@@ -84,11 +91,11 @@ class RelationExtractor(L.LightningModule):
         self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold", "output_dir",
                                           "compile"])
         self.output_dir = output_dir
-        self.hparams["network"] = network.to_dict()
         self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
         self.vocab = vocab
         self.network_config = network
         self.net = build_network(network, vocab, word_vectors)
+        self.hparams["network"] = network.to_dict()  # after building: a transformer records its architecture
         self.compiled = compile
         if compile:
             # in place, so parameter names (and checkpoints) stay those of the plain network
@@ -175,6 +182,8 @@ class RelationExtractor(L.LightningModule):
         if not self._epoch_ran_to_end:
             return  # an epoch cut short (max_steps, a stop request): no decay, as Lightning would do
         scheduler = self.lr_schedulers()
+        if isinstance(scheduler, LinearWarmup):
+            return  # a per-step schedule: lr_scheduler_step
         if scheduler is None or scheduler.last_epoch > self.current_epoch:
             return  # this epoch's step is in the state already (a run resumed at this epoch's end)
         if isinstance(scheduler, ReduceLROnPlateau):
@@ -185,7 +194,10 @@ class RelationExtractor(L.LightningModule):
             scheduler.step()
 
     def lr_scheduler_step(self, scheduler: Any, metric: Any = None) -> None:
-        """Lightning's own epoch-end step is not used: :meth:`on_train_epoch_end` steps the scheduler."""
+        """Lightning steps the per-step ``linear`` schedule here; the epoch schedules are stepped by
+        :meth:`on_train_epoch_end` instead (see there)."""
+        if isinstance(scheduler, LinearWarmup):
+            scheduler.step()
 
     def on_test_epoch_start(self) -> None:
         self._outputs = []
@@ -205,13 +217,27 @@ class RelationExtractor(L.LightningModule):
         # momentum and weight decay would touch every row, DDP would all-reduce a sparse tensor, and a compiled
         # network cannot trace the backward of one (data-dependent shapes: the compiler would split the graph).
         world = self.trainer.world_size if self._trainer is not None else 1
-        self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and hp.momentum == 0 and hp.weight_decay == 0
-                                       and world == 1 and not self.compiled)
-        optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay)
+        kind = hp.get("optimizer", "sgd")
+        if hasattr(self.net, "embed"):  # the word-vocabulary networks
+            self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and kind == "sgd" and hp.momentum == 0
+                                           and hp.weight_decay == 0 and world == 1 and not self.compiled)
+        if kind == "adamw":
+            decayed = [p for n, p in self.named_parameters() if p.ndim >= 2 and "norm" not in n.lower()]
+            chosen = {id(p) for p in decayed}
+            rest = [p for p in self.parameters() if id(p) not in chosen]
+            optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": hp.weight_decay},
+                                           {"params": rest, "weight_decay": 0.0}], lr=hp.lr, eps=1e-6)
+        else:
+            optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum,
+                                        weight_decay=hp.weight_decay)
         max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
-        scheduler, on_metric = build_schedule(hp.get("lr_schedule", "stall"), optimizer, max_epochs or 0,
-                                              hp.decay_start_epoch, hp.decay_factor, hp.decay_compare,
-                                              hp.get("decay_patience", 1))
+        schedule = hp.get("lr_schedule", "stall")
+        total_steps = int(self.trainer.estimated_stepping_batches) if schedule == "linear" else 0
+        scheduler, on_metric = build_schedule(schedule, optimizer, max_epochs or 0, hp.decay_start_epoch,
+                                              hp.decay_factor, hp.decay_compare, hp.get("decay_patience", 1),
+                                              total_steps, hp.get("warmup_ratio", 0.0))
+        if schedule == "linear":  # per step, stepped by Lightning through lr_scheduler_step
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
         # registered with Lightning so that checkpoints save and restore its state; stepped by on_train_epoch_end
         config: dict[str, Any] = {"scheduler": scheduler, "interval": "epoch"}
         if on_metric:

