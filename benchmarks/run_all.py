@@ -18,6 +18,7 @@ import inference  # noqa: E402
 import relative_attention  # noqa: E402
 import serving  # noqa: E402
 import training  # noqa: E402
+import transformer  # noqa: E402
 from common import busy_warning, machine_line  # noqa: E402
 
 BENCHMARKS: dict[str, Callable[[bool], str]] = {
@@ -28,6 +29,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "data": lambda quick: data_pipeline.run(quick).render(),
     "end_to_end": lambda quick: end_to_end.run(quick).render(),
     "serving": lambda quick: serving.run(quick).render(),
+    "transformer": lambda quick: transformer.run(quick).render(),
 }
 
 

@@ -108,6 +108,17 @@ def test_serving_table_has_requests_per_second_and_latency(quick_output):
         assert row[5] == "0"  # no errors
 
 
+def test_transformer_table_has_training_and_both_inference_engines_per_thread_count(quick_output):
+    rows = table_rows(quick_output[0], "Transformer encoder")
+    assert [(r[1], r[2]) for r in rows[:6]] == [(what, t) for what in ("training step", "inference, PyTorch eager",
+                                                                     "inference, ONNX Runtime") for t in "12"]
+    assert [(r[0], r[1]) for r in rows[6:]] == [("paper network", what) for what in (
+        "inference, PyTorch eager", "inference, PyTorch eager", "inference, ONNX Runtime", "inference, ONNX Runtime")]
+    for row in rows:
+        assert float(row[3].replace(",", "")) > 0 and float(row[4].replace(",", "")) > 0  # sentences/s, peak RSS
+    assert "ONNX Runtime ÷ PyTorch eager at 2 threads" in quick_output[0]
+
+
 def test_out_file_holds_the_printed_tables(quick_output):
     text, out = quick_output
     written = out.read_text(encoding="utf-8")
