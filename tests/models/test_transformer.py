@@ -170,3 +170,12 @@ def test_the_packaged_minilm() -> None:
     with torch.no_grad():
         logits = net(data.collate([0])).logits
     assert logits.shape == (1, 2) and torch.isfinite(logits).all()
+
+
+def test_ensembles_take_transformer_members(trained: Path, tmp_path: Path) -> None:
+    ckpt = trained / "checkpoints" / "last.ckpt"
+    other = shutil.copy(ckpt, tmp_path / "member-2.ckpt")  # the data options and vocabularies travel inside
+    run_in_process("ensemble", "--checkpoints", str(ckpt), str(other), "--out", str(tmp_path / "ens"))
+    ensembles = json.loads((tmp_path / "ens" / "summary.json").read_text())["ensembles"]
+    assert set(ensembles) == {"majority vote", "average probabilities"}
+    assert all(0 <= ensembles[k]["test"]["f1"] <= 1 for k in ensembles)
