@@ -16,7 +16,8 @@ export HF_HUB_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install test test-fast demo lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention results-semeval
+.PHONY: install test test-fast demo lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention results-semeval \
+	results-semeval-glove
 
 install: $(VENV)/.installed
 
@@ -62,7 +63,7 @@ until = $(if $(UNTIL),--timeout $$(( $$(date -d '$(UNTIL)' +%s) - $$(date +%s) )
 # differently and the same seed trains to other numbers, so on x86-64 these targets ask for AVX2 and a re-run
 # reproduces the stored runs (ATEN_CPU_CAPABILITY=avx512 lets torch use AVX-512; result.json records which ran).
 ifeq ($(shell uname -m),x86_64)
-tune-semeval tune-semeval-lstm-self-attention results-semeval: export ATEN_CPU_CAPABILITY ?= avx2
+tune-semeval tune-semeval-lstm-self-attention results-semeval results-semeval-glove: export ATEN_CPU_CAPABILITY ?= avx2
 endif
 
 # the paper's network beside PA-LSTM, each study's three best trials re-checked with seeds 2 and 3, then the paper's
@@ -95,6 +96,22 @@ ABLATION = $(TACRED) ablate --config configs/semeval.yaml configs/semeval/paper.
 	  --extra --num_threads 1
 # the same command in two processes; fails if either fails
 twice = nice $(1) & first=$$!; nice $(1); second=$$?; wait $$first && exit $$second
+
+# Issue 31: the same study with the glove.6B 50-d vectors and all-MiniLM-L6-v2 (docs/results/semeval_glove/README.md,
+# steps 1-5; each step skips finished runs, so the same target continues where it stopped).
+GLOVE_OUT = docs/results/semeval_glove
+results-semeval-glove: semeval-data
+	nice $(TACRED) ablate --config configs/semeval.yaml configs/semeval/paper.yaml configs/semeval/glove.yaml \
+	  --variants configs/semeval/glove_layouts/*.yaml --reference pos_ner_35 --seeds 1 2 --checkpoint last \
+	  --out $(GLOVE_OUT)/layout --runs_dir runs/results/glove_layout $(until) --extra --num_threads 1
+	nice $(TACRED) ablate --config configs/semeval.yaml configs/semeval/transformer.yaml \
+	  --variants configs/semeval/transformer_lr/*.yaml --reference lr_1e_4 --seeds 1 --checkpoint last \
+	  --out $(GLOVE_OUT)/transformer_lr --runs_dir runs/results/transformer_lr $(until)
+	$(call tune_glove,pa_lstm) $(if $(wildcard configs/tune/semeval_glove_paper.yaml),& $(call tune_glove,paper) & wait,)
+
+# $(call tune_glove,SPACE)
+tune_glove = nice $(TACRED) tune --space configs/tune/semeval_glove_$(1).yaml --n_trials $(TRIALS) --recheck 3 \
+	  --study_dir $(GLOVE_OUT)/tune_$(1) --trials_dir runs/tune/glove_$(1) $(until)
 
 bench: install
 	$(PY) benchmarks/run_all.py
