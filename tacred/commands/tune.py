@@ -111,6 +111,7 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
         trial_label,
         write_study_files,
     )
+    from tacred.tuning.study import shown_url
 
     study = open_study(name, storage, space, heartbeat=args.heartbeat, grace=args.grace)
     imported = import_trials(study, study_dir / "trials.json")
@@ -123,7 +124,7 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
     started = time.monotonic()
     objective = Objective(space, trials_dir, configs=args.config, extra=args.extra)
     if not args.summary_only and done < args.n_trials:
-        print(f"study {name!r} ({storage}): {done} of {args.n_trials} trials finished; trials in {trials_dir}",
+        print(f"study {name!r} ({shown_url(storage)}): {done} of {args.n_trials} trials finished; trials in {trials_dir}",
               file=sys.stderr)
 
         def record(study: object, trial: object) -> None:  # results as data after every trial
