@@ -21,7 +21,7 @@ from tacred import tuning as T
 from tacred.analysis.ablation import dev_f1_by_epoch
 from tacred.analysis.results import environment, git_commit
 from tacred.commands import tune
-from tests.conftest import REPO, run_in_process
+from tests.conftest import REPO, free_port, run_in_process
 
 SPACE = {
     "parameters": {
@@ -380,12 +380,6 @@ def test_user_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Capture
     assert "nope.yaml: file not found" in capsys.readouterr().err
     assert tune.main(["--space", str(good), "--n_trials", "0"]) == 2
     assert "--n_trials must be at least 1" in capsys.readouterr().err
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize(("url", "message"), [
