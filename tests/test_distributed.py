@@ -123,6 +123,21 @@ def test_ddp_validation_equals_a_single_process_validation_of_the_same_weights(d
     assert math.isclose(float(val[-1]["val/loss"]), float(one["val/loss"]), rel_tol=1e-5)
 
 
+
+def test_a_torchrun_launch_with_fewer_devices_than_processes_is_one_line(ddp_run: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchrun's variables for 2 processes and a command that would run on one device: every process would test
+    the whole split alone and write its own copy of the outputs."""
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    ran = run_in_process("test", "--ckpt_path", str(ddp_run / "checkpoints" / BEST), "--run_dir", str(tmp_path / "out"),
+                         check=False)
+    errors = [line for line in ran.stderr.splitlines() if "error" in line]
+    assert ran.status == 2 and len(errors) == 1, ran.stderr
+    assert errors[0].startswith("tacred test: error: torchrun started 2 processes, but --trainer.devices 1 × "
+                                "--trainer.num_nodes 1 is 1: pass its --nproc_per_node as --trainer.devices")
+    assert not (tmp_path / "out" / "test_predictions.jsonl").exists()
+
 # -- the documented multi-node launches (docs/distributed.md), two "nodes" on this machine ------------------------
 def on_nodes(block: str, env: dict[str, str], logs: Path, nodes: int = 2) -> list[str]:
     """Run a documented command once per node at the same time (``NODE_RANK`` 0, 1, ...); each node's stderr."""
