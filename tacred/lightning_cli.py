@@ -15,7 +15,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from tacred.callbacks import LastCheckpoint, PredictionFileWriter
 from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
 from tacred.data.datamodule import TacredDataModule
-from tacred.errors import RunFolderGuard
+from tacred.errors import ConfigError, RunFolderGuard
 from tacred.models.module import RelationExtractor
 from tacred.progress import EpochSummary, TextModelSummary
 from tacred.quiet import quiet_libraries
@@ -76,6 +76,17 @@ def summary_depth(callbacks: Any) -> int:
         if isinstance(callback, dict | Namespace) and str(callback.get("class_path", "")).endswith("ModelSummary"):
             return int((callback.get("init_args") or {}).get("max_depth", 1))
     return 1
+
+
+def check_launched_processes(trainer: Any) -> None:
+    """torchrun starts the processes and Lightning only joins them: with fewer devices × nodes than torchrun's
+    WORLD_SIZE, every process would run the whole command alone (and write the same outputs N times)."""
+    launched = int(os.environ.get("WORLD_SIZE", "1")) if "TORCHELASTIC_RUN_ID" in os.environ else 1
+    if launched > trainer.num_nodes * trainer.num_devices:
+        raise ConfigError(f"torchrun started {launched} processes, but --trainer.devices {trainer.num_devices} × "
+                          f"--trainer.num_nodes {trainer.num_nodes} is {trainer.num_nodes * trainer.num_devices}: "
+                          "pass its --nproc_per_node as --trainer.devices, its --nnodes as --trainer.num_nodes, "
+                          "and --trainer.strategy ddp")
 
 
 class TacredCLI(LightningCLI):
@@ -205,6 +216,7 @@ class TacredCLI(LightningCLI):
         return (yaml.safe_load(self.parser.dump(config, skip_none=False)) or {}).get(self.subcommand) or {}
 
     def after_instantiate_classes(self) -> None:
+        check_launched_processes(self.trainer)
         if self._start_checkpoint is not None:
             cfg = self.config[self.subcommand] if self.subcommand else self.config
             check_compatible(self._start_checkpoint, self.model, cfg.ckpt_path)

@@ -6,6 +6,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +56,22 @@ def run_in_process(*args: str, stdin: str | None = None, check: bool = True) -> 
     if check:
         assert status == 0, f"tacred {' '.join(args)} returned {status}:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
     return ran
+
+
+def doc_block(doc: str, name: str) -> str:
+    """The ```bash block of ``docs/DOC`` right after the comment ``<!-- tested: NAME -->``: the commands a test runs,
+    read from where users read them."""
+    text = (REPO / "docs" / doc).read_text(encoding="utf-8")
+    found = re.findall(rf"<!-- tested: {re.escape(name)} -->\n```bash\n(.*?)```", text, re.S)
+    assert len(found) == 1, f"docs/{doc}: expected one block marked 'tested: {name}', found {len(found)}"
+    return found[0]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (free when asked: the caller binds it soon after)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,10 @@ The study lives in an RDB storage: by default an SQLite file TRIALS_DIR/study.db
 again continues it (a trial whose process died is retried with the same parameters and resumes from its
 last.ckpt once --grace seconds have passed). After every trial STUDY_DIR/trials.json records the finished
 trials as data; a new, empty storage is seeded from it, so a study kept in git continues on a fresh clone. Several processes or machines run trials of one study in parallel
-when they share one --storage URL (postgresql://... or mysql://...; see docs/distributed.md) and a --trials_dir
-each. --n_trials is the total number of finished (complete or pruned) trials the study should reach.
+when they share one --storage URL (postgresql://USER@HOST:PORT/DATABASE, the password in PGPASSWORD; see
+docs/distributed.md); with one --trials_dir that all of them read, a dead worker's trial resumes from its
+last.ckpt in whichever worker retries it. --n_trials is the total number of finished (complete or pruned) trials
+the study should reach.
 
 Outputs in STUDY_DIR: best.yaml (the best trial's parameters as a config file), trials.csv, summary.md,
 trials.json.
@@ -111,6 +113,7 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
         trial_label,
         write_study_files,
     )
+    from tacred.tuning.study import shown_url
 
     study = open_study(name, storage, space, heartbeat=args.heartbeat, grace=args.grace)
     imported = import_trials(study, study_dir / "trials.json")
@@ -123,7 +126,7 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
     started = time.monotonic()
     objective = Objective(space, trials_dir, configs=args.config, extra=args.extra)
     if not args.summary_only and done < args.n_trials:
-        print(f"study {name!r} ({storage}): {done} of {args.n_trials} trials finished; trials in {trials_dir}",
+        print(f"study {name!r} ({shown_url(storage)}): {done} of {args.n_trials} trials finished; trials in {trials_dir}",
               file=sys.stderr)
 
         def record(study: object, trial: object) -> None:  # results as data after every trial

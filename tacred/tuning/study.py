@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,15 +59,60 @@ def open_study(name: str, storage_url: str, space: SearchSpace, heartbeat: int =
     import optuna
     from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
+    sampler, pruner = build_sampler(space.sampler), build_pruner(space.pruner)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), schema_lock(storage_url):
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             storage = RDBStorage(storage_url, heartbeat_interval=heartbeat, grace_period=grace,
                                  heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
-    except Exception as err:  # SQLAlchemy raises many kinds: a bad URL, a missing driver, no server
-        raise TuneError(f"--storage {storage_url}: cannot open ({type(err).__name__}: {err})") from err
-    return optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True,
-                               sampler=build_sampler(space.sampler), pruner=build_pruner(space.pruner))
+            return optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True,
+                                       sampler=sampler, pruner=pruner)
+    except Exception as err:  # SQLAlchemy raises many kinds: a bad URL, a missing driver, no server, a password
+        raise storage_error(storage_url, err) from err
+
+
+@contextmanager
+def schema_lock(url: str) -> Iterator[None]:
+    """On PostgreSQL, one worker at a time opens the storage: Optuna creates its tables on first use, and workers
+    started together on an empty database would otherwise fail on each other's half-made tables (optuna#1092)."""
+    if not url.startswith("postgresql"):
+        yield
+        return
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as connection:  # a session-level lock, released when this connection closes
+            connection.exec_driver_sql(f"SELECT pg_advisory_lock({SCHEMA_LOCK})")
+            yield
+    finally:
+        engine.dispose()
+
+
+SCHEMA_LOCK = 0x7AC3ED  # the advisory lock's key: any number other programs on the database leave alone
+# scheme://user:PASSWORD@, up to the last "@": more than SQLAlchemy reads where a password has an unquoted "@"
+_PASSWORD = re.compile(r"^([\w+]+://[^:/@]*:)(.*)@")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and logs show it: a password in it replaced by ``***`` (SQLAlchemy's URL syntax)."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+def storage_error(url: str, err: Exception) -> TuneError:
+    """A one-line error for a storage that cannot be opened: what is wrong with it, never its password."""
+    shown = shown_url(url)
+    if type(err).__name__ in ("ArgumentError", "NoSuchModuleError"):
+        return TuneError(f"--storage {shown}: not a database URL SQLAlchemy reads (e.g. sqlite:///PATH or "
+                         "postgresql://USER@HOST:PORT/DATABASE)")
+    if isinstance(err, ImportError):
+        return TuneError(f"--storage {shown}: its database driver is not installed (postgresql:// needs psycopg 3, "
+                         "which `pip install 'tacred[tune]'` brings; mysql:// needs mysqlclient)")
+    reason = str(getattr(err, "orig", None) or err)  # the driver's own words, without SQLAlchemy's SQL and link
+    password = _PASSWORD.match(url)
+    if password and password.group(2):  # the drivers known here never say it; others might
+        reason = re.sub(rf"(?<!\w){re.escape(password.group(2))}(?!\w)", "***", reason)
+    return TuneError(f"--storage {shown}: cannot open the study's database ({' '.join(reason.split())})")
 
 
 def run_number(trial: Any) -> int:

@@ -21,7 +21,7 @@ from tacred import tuning as T
 from tacred.analysis.ablation import dev_f1_by_epoch
 from tacred.analysis.results import environment, git_commit
 from tacred.commands import tune
-from tests.conftest import REPO, run_in_process
+from tests.conftest import REPO, free_port, run_in_process
 
 SPACE = {
     "parameters": {
@@ -380,3 +380,30 @@ def test_user_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Capture
     assert "nope.yaml: file not found" in capsys.readouterr().err
     assert tune.main(["--space", str(good), "--n_trials", "0"]) == 2
     assert "--n_trials must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("postgress://tacred:s3cret@127.0.0.1/tacred", "not a database URL SQLAlchemy reads"),
+    ("no url at all", "not a database URL SQLAlchemy reads"),
+    ("mysql://tacred:s3cret@127.0.0.1/tacred", "its database driver is not installed"),
+    ("postgresql://tacred:s3cret@127.0.0.1:{port}/tacred", "Connection refused"),  # no server on that port
+    ("sqlite:///{tmp}/no/such/folder/study.db", "unable to open database file"),
+])
+def test_a_storage_that_cannot_be_opened_is_a_one_line_error_without_its_password(
+        url: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """(A wrong password, which needs a server, is tested in test_postgres.py.)"""
+    url = url.format(port=free_port(), tmp=tmp_path)
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump(SPACE))
+    assert tune.main(["--space", str(space), "--storage", url, "--study_dir", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"tacred tune: error: --storage {url.replace('s3cret', '***')}: ")
+    assert message in err and "s3cret" not in err
+
+
+def test_shown_urls_hide_the_password_only() -> None:
+    from tacred.tuning.study import shown_url
+
+    assert shown_url("postgresql://me:p@ss:w/rd@db:5432/tacred") == "postgresql://me:***@db:5432/tacred"
+    assert shown_url("postgresql+psycopg://me@db/tacred") == "postgresql+psycopg://me@db/tacred"
+    assert shown_url("sqlite:///runs/tune/study.db") == "sqlite:///runs/tune/study.db"
