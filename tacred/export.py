@@ -1,47 +1,37 @@
 """A folder to hand on: the network as ONNX, its weights, vocabularies, configuration and a model card.
 
-``model.onnx`` takes the six (B, T) id tensors of a :class:`tacred.data.batching.Batch` (``words``, ``pos``, ``ner``,
-``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns ``probabilities``
-(B, L). :class:`OnnxRelationModel` reads such a folder and predicts TACRED dicts with ONNX Runtime, without torch
-checkpoints or Lightning.
+``model.onnx`` takes the six (B, T) arrays of :class:`tacred.inference.encoding.WordEncoder` (``words``, ``pos``,
+``ner``, ``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns
+``probabilities`` (B, L). :class:`OnnxRelationModel` (from :mod:`tacred.inference.onnx_backend`, importable from here)
+reads such a folder and predicts with ONNX Runtime alone: this module imports torch only to write a folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
-from tacred.data.examples import Example
-from tacred.data.vocab import Vocabularies
+from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
 
+if TYPE_CHECKING:
+    from tacred.data.batching import Batch, EncodedSplit
+    from tacred.data.examples import Example
+    from tacred.data.vocab import Vocabularies
+
+__all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
 INPUTS = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
 OPSET = 17
 
 
 class ExportError(RuntimeError):
     """An export that cannot be written or does not reproduce the PyTorch model."""
-
-
-class ProbabilityNetwork(nn.Module):
-    """The trained network as a function of plain tensors (no Batch dataclass): (B, T) ids → (B, L) probabilities."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__()
-        self.net = net
-
-    def forward(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, subj_positions: torch.Tensor,
-                obj_positions: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-        batch = Batch(words=words, pos=pos, ner=ner, subj_positions=subj_positions, obj_positions=obj_positions,
-                      pad_mask=pad_mask, labels=words[:, 0], index=words[:, 0])
-        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
 
 
 def batch_inputs(batch: Batch) -> dict[str, np.ndarray]:
@@ -51,6 +41,10 @@ def batch_inputs(batch: Batch) -> dict[str, np.ndarray]:
 
 def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
     """Trace the network on a small batch of ``data`` with dynamic batch and length axes."""
+    import torch
+
+    from tacred.models.trained import ProbabilityNetwork
+
     sample = data.collate(list(range(min(4, len(data)))))
     wrapper = ProbabilityNetwork(model.net).eval()
     args = tuple(getattr(sample, name) for name in INPUTS)
@@ -63,6 +57,9 @@ def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
 def compare_onnx(model: Any, data: EncodedSplit, path: Path, batch_size: int = 50) -> float:
     """Largest absolute difference between ONNX Runtime's and PyTorch's probabilities over ``data``."""
     import onnxruntime as ort
+    import torch
+
+    from tacred.data.batching import BucketBatchSampler
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     worst = 0.0
@@ -115,7 +112,9 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
         "  configuration and training hyperparameters; `config.yaml`: the whole resolved training configuration.",
         "- `vocab.json`: words, POS and NER tags, labels and the featurisation switches; `labels.json`: the labels in",
         "  output order.",
-        "- `tacred.export.OnnxRelationModel(folder).predict(examples)` predicts TACRED dicts with ONNX Runtime.",
+        "- `predictor.json`: how inputs are encoded for the network (`encoder`); `tacred.load_model(folder)` (or",
+        "  `tacred.export.OnnxRelationModel(folder)`) predicts with ONNX Runtime alone, without torch: the inputs, errors",
+        "  and prediction objects of `load_model` on a checkpoint.",
         "",
         "## Data",
         "",
@@ -171,10 +170,7 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
                   tolerance: float = 1e-5, overwrite: bool = False) -> dict[str, Any]:
     """Write the hand-on folder for a checkpoint; with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
     ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference)."""
-    import yaml
-
     from tacred.checkpoints import read_checkpoint
-    from tacred.data.examples import load_examples
     from tacred.models.module import RelationExtractor
 
     ckpt_path, out = Path(ckpt_path), Path(out)
@@ -184,16 +180,41 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
         raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
     ckpt = read_checkpoint(ckpt_path)
     model = RelationExtractor.from_checkpoint(ckpt_path)
-    vocab: Vocabularies = model.vocab
     facts = _run_facts(ckpt_path, ckpt)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "model.onnx").unlink(missing_ok=True)  # never a stale graph beside new weights
+    # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
+    final, out = out, out.with_name(f".{out.name}.partial")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    try:
+        summary = _write(out, final, fmt, model, ckpt_path, facts, split_file, tolerance)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(out, final)
+    summary["files"] = sorted(p.name for p in final.iterdir())
+    return summary
+
+
+def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts: dict[str, Any],
+           split_file: str | Path | None, tolerance: float) -> dict[str, Any]:
+    """The files of an export folder, written into ``out`` (which becomes ``final``)."""
+    import torch
+    import yaml
+
+    from tacred.data.batching import EncodedSplit
+    from tacred.data.examples import load_examples
+
+    vocab: Vocabularies = model.vocab
     torch.save(model.net.state_dict(), out / "weights.pt")
     vocab.save(out / "vocab.json")
     (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
     (out / "network.json").write_text(json.dumps(dict(model.hparams), indent=1, default=str), encoding="utf-8")
+    (out / PREDICTOR_FILE).write_text(json.dumps({"format": 1, "encoder": "words", "output": "probabilities"}),
+                                      encoding="utf-8")
     (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
-    summary: dict[str, Any] = {"format": fmt, "folder": str(out), "onnx_max_abs_diff": None, "checked_on": None}
+    summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None}
     if fmt == "onnx":
         if split_file is None:
             data_cfg = facts["config"].get("data") or {}
@@ -216,7 +237,6 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
     (out / "README.md").write_text(model_card(ckpt_path, facts, vocab.labels.itos, parameters,
                                               summary["onnx_max_abs_diff"], summary["checked_on"]), encoding="utf-8")
     (out / "export.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    summary["files"] = sorted(p.name for p in out.iterdir())
     return summary
 
 
@@ -228,6 +248,8 @@ def _relabelled(ex: Example, label: str) -> Example:
 
 def _probe_examples(vocab: Vocabularies) -> list[Example]:
     """Sentences of several lengths made of the vocabulary's own words, for checking an export without data."""
+    from tacred.data.examples import Example
+
     words = [w for w in vocab.words.itos[2:50]] or ["word"]
     out = []
     for n, length in enumerate((3, 7, 12, 25, 40)):
@@ -236,29 +258,3 @@ def _probe_examples(vocab: Vocabularies) -> list[Example]:
                            obj_end=length - 1, subj_type="PERSON", obj_type="ORGANIZATION", pos=("NN",) * length,
                            ner=("O",) * length, relation=vocab.no_relation))
     return out
-
-
-class OnnxRelationModel:
-    """Predicts TACRED dicts with an exported folder's ``model.onnx`` and ``vocab.json`` (ONNX Runtime, no Lightning)."""
-
-    def __init__(self, folder: str | Path) -> None:
-        import onnxruntime as ort
-
-        folder = Path(folder)
-        self.vocab = Vocabularies.load(folder / "vocab.json")
-        self.session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-
-    def probabilities(self, examples: Sequence[Mapping[str, Any]], batch_size: int = 50) -> np.ndarray:
-        """(N, L) label probabilities in input order."""
-        items = [Example.from_dict({**ex, "relation": self.vocab.no_relation}, i) for i, ex in enumerate(examples)]
-        data = EncodedSplit(items, self.vocab, source="input")
-        probs = np.zeros((len(data), len(self.vocab.labels)), dtype=np.float32)
-        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
-            batch = data.collate(indices)
-            probs[batch.index.numpy()] = self.session.run(["probabilities"], batch_inputs(batch))[0]
-        return probs
-
-    def predict(self, examples: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
-        """``(relation, probability)`` per example (the argmax)."""
-        probs = self.probabilities(examples)
-        return [(self.vocab.labels.itos[int(row.argmax())], float(row.max())) for row in probs]

@@ -1,0 +1,104 @@
+"""Encoders of inputs: TACRED dicts → the arrays a network takes, batched. Which encoder a model needs is part of
+its checkpoint or export (``encoder`` in ``tacred_predictor``/``predictor.json``; ``words`` when absent).
+
+An encoder has ``kind`` (its registry name), ``labels`` (the network's output order) and ``no_relation``, and
+``encode(examples) -> Encoded``; ``Encoded.batches(batch_size)`` yields ``(indices, arrays)`` with ``arrays`` named
+as the network's inputs (the ONNX graph's input names). Both backends (torch, ONNX Runtime) only run the network on
+those arrays, so a new kind of model (another tokenisation, other inputs) adds an encoder here and a network, and
+reuses input reading, batching order, the no-relation decision and the prediction objects unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from tacred.constants import PAD, UNK
+from tacred.data.examples import Example
+from tacred.data.features import FEATURE_INPUTS, LemmaMissing, encode_example, length_batches, pad_features
+from tacred.data.vocab import Vocabularies
+from tacred.inference.inputs import InputError
+
+
+@dataclass
+class Encoded:
+    """Encoded examples: per example its arrays, its length, and the padding rule for a batch of them."""
+
+    rows: list[dict[str, np.ndarray]]
+    lengths: np.ndarray
+    pad: Callable[[list[dict[str, np.ndarray]], np.ndarray, Sequence[int]], dict[str, np.ndarray]]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def batches(self, batch_size: int) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        """Batches of similar length (sorted by length, then position: the order of ``tacred test``)."""
+        for indices in length_batches(self.lengths, batch_size):
+            yield indices, self.pad(self.rows, self.lengths, indices)
+
+
+class InputEncoder(Protocol):
+    kind: str
+    labels: list[str]
+    no_relation: str
+    object_types: set[str] | None  # entity types the model knows as objects (plain-text extraction); None: any
+
+    def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded: ...
+
+
+def _pad_words(rows: list[dict[str, np.ndarray]], lengths: np.ndarray, indices: Sequence[int]) -> dict[str, np.ndarray]:
+    arrays, pad = pad_features(rows, lengths, indices)
+    return {**{FEATURE_INPUTS[k]: v for k, v in arrays.items()}, "pad_mask": pad}
+
+
+class WordEncoder:
+    """The word-vocabulary models (the paper's network, PA-LSTM): word, POS and NER ids and relative positions,
+    as :class:`tacred.data.batching.EncodedSplit` encodes them for training and ``tacred test``."""
+
+    kind = "words"
+    inputs = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
+
+    def __init__(self, vocab: Vocabularies) -> None:
+        self.vocab = vocab
+        self.labels = list(vocab.labels.itos)
+        self.no_relation = vocab.no_relation
+
+    @property
+    def object_types(self) -> set[str] | None:
+        """The entity types the model saw as objects: its ``OBJ-<TYPE>`` words (entity masking), else its NER tags."""
+        masked = {w[len("OBJ-"):] for w in self.vocab.words.itos if w.startswith("OBJ-")}
+        tags = {t for t in self.vocab.ner.itos if t not in ("O", PAD, UNK)}
+        return masked or tags or None
+
+    def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded:
+        rows = []
+        for i, raw in enumerate(examples):
+            ex = Example.from_dict({**raw, "relation": self.no_relation}, i)
+            try:
+                rows.append(encode_example(ex, self.vocab))
+            except LemmaMissing as err:
+                raise InputError(f"input {i}: {err} (give each input a 'lemma' list)") from None
+        lengths = np.array([len(r["words"]) for r in rows], dtype=np.int64)
+        return Encoded(rows, lengths, _pad_words)
+
+
+# encoder kind -> builder from the metadata that a checkpoint or an export folder holds
+ENCODERS: dict[str, Callable[[Mapping[str, Any]], InputEncoder]] = {
+    "words": lambda meta: WordEncoder(Vocabularies.from_dict(meta["vocab"])),
+}
+
+
+def build_encoder(kind: str, meta: Mapping[str, Any], source: str) -> InputEncoder:
+    """The encoder ``kind`` (from a checkpoint's or export's metadata) built from ``meta``."""
+    from tacred.checkpoints import CheckpointError
+
+    if kind not in ENCODERS:
+        raise CheckpointError(f"{source}: needs the input encoder {kind!r}, which this version of tacred does not "
+                              f"have (it has {', '.join(ENCODERS)})")
+    try:
+        return ENCODERS[kind](meta)
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{source}: its {kind!r} encoder cannot be rebuilt ({type(err).__name__}: {err})") from None
