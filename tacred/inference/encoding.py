@@ -22,6 +22,8 @@ from tacred.data.features import FEATURE_INPUTS, LemmaMissing, encode_example, l
 from tacred.data.vocab import Vocabularies
 from tacred.inference.inputs import InputError
 
+MAX_CELLS = 50 * 256 * 256  # 50 sentences of 256 tokens: ~200 MB more for the paper's network
+
 
 @dataclass
 class Encoded:
@@ -34,10 +36,16 @@ class Encoded:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def batches(self, batch_size: int) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
-        """Batches of similar length (sorted by length, then position: the order of ``tacred test``)."""
+    def batches(self, batch_size: int, max_cells: int = MAX_CELLS) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        """Batches of similar length (sorted by length, then position: the order of ``tacred test``), each cut further
+        until batch × length² is at most ``max_cells``: self-attention's memory grows with the square of the length,
+        so long inputs go through a few at a time (batches of sentences up to 256 tokens are never cut)."""
         for indices in length_batches(self.lengths, batch_size):
-            yield indices, self.pad(self.rows, self.lengths, indices)
+            width = int(self.lengths[indices].max())
+            step = max(1, min(len(indices), max_cells // (width * width)))
+            for start in range(0, len(indices), step):
+                part = indices[start : start + step]
+                yield part, self.pad(self.rows, self.lengths, part)
 
 
 class InputEncoder(Protocol):
