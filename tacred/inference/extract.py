@@ -108,26 +108,29 @@ def _pairs(mentions: list[_Candidate], rule: PairRule) -> list[tuple[_Candidate,
     return pairs
 
 
-def extract_relations(predictor: Predictor, texts: list[str], max_pairs: int = 100) -> list[list[Relation]]:
-    """For each text, the relations found in it (see the module docstring), in the order of their subjects."""
+def extract_relations(predictor: Predictor, texts: list[str], max_pairs: int = 100,
+                      names: Sequence[str] | None = None) -> list[list[Relation]]:
+    """For each text, the relations found in it (see the module docstring), in the order of their subjects.
+    ``names``: how warnings name each text (default ``text N``, counted from 0)."""
     if max_pairs < 1:
         raise InputError(f"max_pairs must be at least 1, got {max_pairs}")
     rule = pair_rule(predictor.labels, predictor.encoder.no_relation, getattr(predictor.encoder, "object_types", None))
     examples: list[dict[str, Any]] = []
     owners: list[tuple[int, Mention, Mention]] = []
+    names = names or [f"text {n}" for n in range(len(texts))]
     for n, doc in enumerate(predictor.nlp.pipe(texts)):
         found = []
         for sent in doc.sents:
             kept_tokens = [t for t in sent if not t.is_space and t.text.strip()]
             if predictor.max_tokens is not None and len(kept_tokens) > predictor.max_tokens:
-                log.warning("text %d: a sentence of %d tokens is skipped (more than the limit of %d)", n,
+                log.warning("%s: a sentence of %d tokens is skipped (more than the limit of %d)", names[n],
                             len(kept_tokens), predictor.max_tokens)
                 continue
             kept = {t.i: k for k, t in enumerate(kept_tokens)}
             for s, o in _pairs(_mentions(sent, kept, rule.subject_types is None), rule):
                 found.append((abs(s.first - o.first), kept_tokens, s, o))
         if len(found) > max_pairs:
-            log.warning("text %d: %d candidate pairs; the %d closest together are predicted (max_pairs)", n,
+            log.warning("%s: %d candidate pairs; the %d closest together are predicted (max_pairs)", names[n],
                         len(found), max_pairs)
             found = sorted(found, key=lambda f: f[0])[:max_pairs]
         for _, tokens, s, o in found:
