@@ -48,7 +48,10 @@ def _torch_cuda() -> tuple[int, str]:
 
 
 def torch_device(asked: str) -> str:
-    """The torch device for ``asked`` (torch's own view of CUDA)."""
+    """The torch device for ``asked`` (torch's own view of CUDA; ``mps`` too, where torch has Apple's MPS)."""
+    if str(asked).strip().lower() == "mps":
+        check_accelerator("mps", "device")
+        return "mps"
     return resolve_device(asked, *_torch_cuda())
 
 

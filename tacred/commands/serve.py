@@ -84,12 +84,14 @@ def _check(args: argparse.Namespace) -> str:
                           "--port")
     if args.threshold is not None:
         load_threshold(args.threshold)
+    if is_export_folder(args.ckpt_path):  # ONNX Runtime's view of CUDA, not torch's
+        from tacred.devices import onnx_providers
+
+        args.device = onnx_providers(args.device)[0]
+        return args.ckpt_path
     args.device = torch_device(args.device)
-    if is_export_folder(args.ckpt_path):
-        model = args.ckpt_path
-    else:
-        model = str(resolve_checkpoint(args.ckpt_path))
-        read_checkpoint(model)  # a clear error now rather than a worker that fails to start
+    model = str(resolve_checkpoint(args.ckpt_path))
+    read_checkpoint(model)  # a clear error now rather than a worker that fails to start
     return model
 
 
