@@ -2,8 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TACRED := $(VENV)/bin/tacred
-# CPU build of torch first where there is no GPU, so nothing pulls a multi-GB CUDA wheel.
-# Elsewhere set TORCH_INDEX=https://download.pytorch.org/whl/cpu to fetch the CPU build.
+# torch first. On Linux PyPI's default torch wheel is the CUDA build (several GB): where there is no GPU
+# (no nvidia-smi), set TORCH_INDEX=https://download.pytorch.org/whl/cpu to fetch the CPU build instead, unless a
+# local wheel cache (pip's find-links, as on this project's machines) already provides it.
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 RUN ?= runs/demo

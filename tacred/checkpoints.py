@@ -3,12 +3,19 @@ and a checkpoint is unpickled with ``weights_only=True``, so one from a stranger
 
 from __future__ import annotations
 
+import logging
 import pickle
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tacred.errors import TacredError
+
+log = logging.getLogger(__name__)
+
+# where a run folder keeps its checkpoints, in the order they are chosen (the best dev F1 first)
+RUN_CHECKPOINTS = ("checkpoints/best.ckpt", "checkpoints/last.ckpt", "best.ckpt", "last.ckpt")
 
 
 class CheckpointError(TacredError, RuntimeError):
@@ -42,6 +49,29 @@ def check_checkpoint_file(path: str | Path) -> Path:
     return path
 
 
+def resolve_checkpoint(path: str | Path) -> Path:
+    """The checkpoint file that ``path`` names: the file itself, or for a run folder its ``checkpoints/best.ckpt``
+    (best dev F1), else ``checkpoints/last.ckpt`` (the folder itself may be the ``checkpoints`` folder); the choice
+    is logged. Raises :class:`CheckpointError` naming what was looked for."""
+    path = Path(path)
+    if not path.is_dir():
+        return check_checkpoint_file(path)
+    for name in RUN_CHECKPOINTS:
+        if (path / name).is_file():
+            chosen = path / name
+            why = "the best dev F1" if chosen.name == "best.ckpt" else "the last epoch; no best.ckpt there"
+            log.info("%s is a run folder: loading %s (%s)", path, chosen, why)
+            return chosen
+    raise CheckpointError(f"{path}: is a folder without a checkpoint (looked for {', '.join(RUN_CHECKPOINTS)})")
+
+
+def _pickle_like(path: Path) -> bool:
+    """Whether the file starts as ``torch.save`` writes: a zip archive, or a pickle (protocol 2 or later)."""
+    with path.open("rb") as f:
+        head = f.read(4)
+    return head == b"PK\x03\x04" or (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5)
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """Load a checkpoint on the CPU, raising :class:`CheckpointError` that names the file and the problem.
 
@@ -49,22 +79,28 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     a checkpoint that would import anything else is refused, not run.
     """
     path = check_checkpoint_file(path)
+    if not _pickle_like(path):
+        raise CheckpointError(f"{path}: not a tacred checkpoint (not a file written by torch.save: a checkpoint is a "
+                              "zip archive written by `tacred fit`)")
     import torch
 
     _allow_project_classes()
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
+        # torch's message advises loading with weights_only=False, which would run the file's code: not repeated
+        found = re.search(r"(?:Unsupported global|unsupported GLOBAL)[^\n]*?([\w.]+\.[\w]+)", str(err))
+        if found or "weights_only" in str(err):
+            what = found.group(1) if found else "code"
+            raise CheckpointError(f"{path}: refused: not a tacred checkpoint (it would import {what}, which a tacred "
+                                  "checkpoint never holds; nothing of it was run)") from None
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        if "weights_only" in str(err) or "global" in str(err).lower():
-            raise CheckpointError(
-                f"{path}: refused to load: the file would import code that is not allowed in a checkpoint "
-                f"(only tensors and plain values are loaded; {first})") from None
-        raise CheckpointError(f"checkpoint is corrupt or not a PyTorch checkpoint: {path} ({first})") from None
+        raise CheckpointError(f"{path}: not a tacred checkpoint (corrupt, or not written by torch.save: {first})") from None
     except Exception as err:  # noqa: BLE001 - any failure here means the file is unusable
-        raise CheckpointError(f"checkpoint is corrupt or not a PyTorch checkpoint: {path} ({type(err).__name__}: {err})") from err
+        raise CheckpointError(f"{path}: not a tacred checkpoint (corrupt, or not written by torch.save: "
+                              f"{type(err).__name__}: {err})") from err
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
-        raise CheckpointError(f"{path} is not a Lightning checkpoint (no 'state_dict')")
+        raise CheckpointError(f"{path}: not a tacred checkpoint (a PyTorch file without a 'state_dict')")
     return ckpt
 
 

@@ -18,7 +18,7 @@ Training and evaluation (Lightning CLI; `tacred COMMAND --help` for every option
   fit        train a model:            tacred fit --config configs/tacred.yaml --data.data_dir DIR
   validate   score the dev split:      tacred validate --ckpt_path RUN/checkpoints/best.ckpt
   test       score the test split:     tacred test --ckpt_path RUN/checkpoints/best.ckpt
-  predict    predict a split, or raw sentences with --sentences FILE|-
+  predict    predict raw sentences (--sentences FILE|-) or a TACRED file (--data.predict_file FILE)
 
 Tools:
 {tools}
@@ -88,11 +88,29 @@ def _dispatch(argv: list[str]) -> int:
         known = ", ".join([*LIGHTNING_COMMANDS, *COMMANDS])
         print(f"tacred: error: unknown command {argv[0]!r} (commands: {known}; see tacred --help)", file=sys.stderr)
         return 2
-    if argv[0] == "predict" and any(a == "--sentences" or a.startswith("--sentences=") for a in argv):
-        from tacred.commands.predict_raw import main as predict_raw
-
-        return predict_raw(argv[1:])
+    if argv[0] == "predict":
+        routed = _predict_route(argv)
+        if routed is not None:
+            return routed
     return run_lightning(argv)
+
+
+def _predict_route(argv: list[str]) -> int | None:
+    """``tacred predict``'s own answers: ``--help`` (the raw-sentence options first, then how to predict a file; fast),
+    ``--help all`` (Lightning's every option) and ``--sentences``; None: Lightning's predict runs."""
+    from tacred.commands.predict_raw import build_parser
+    from tacred.commands.predict_raw import main as predict_raw
+
+    rest = argv[1:]
+    wants_help = any(a in ("-h", "--help") for a in rest)
+    if wants_help and "all" in rest:
+        return run_lightning(["predict", "--help"])
+    if wants_help:
+        build_parser().print_help()
+        return 0
+    if any(a == "--sentences" or a.startswith("--sentences=") for a in rest):
+        return predict_raw(rest)
+    return None
 
 
 def run_lightning(argv: list[str]) -> int:
@@ -114,6 +132,13 @@ def run_lightning(argv: list[str]) -> int:
             from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
             checkpoint = None
+            if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path) and Path(ckpt_path).is_dir():
+                from tacred.checkpoints import resolve_checkpoint
+
+                resolved = str(resolve_checkpoint(ckpt_path))  # a run folder: its best.ckpt, else last.ckpt
+                argv = [resolved if a == ckpt_path else a.replace(f"--ckpt_path={ckpt_path}", f"--ckpt_path={resolved}")
+                        for a in argv]
+                ckpt_path = resolved
             if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
                 check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
                 from tacred.checkpoints import read_checkpoint
@@ -155,6 +180,12 @@ def warn_replaced_options(argv: list[str], checkpoint: dict[str, Any]) -> None:
                 "(Lightning CLI); start a new run without --ckpt_path to change them", name)
 
 
+def checkpoint_run_folder(ckpt_path: str | Path) -> Path:
+    """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/x.ckpt``, else the checkpoint's folder."""
+    folder = Path(ckpt_path).parent
+    return folder.parent if folder.name == "checkpoints" else folder
+
+
 def with_checkpoint_config(argv: list[str], checkpoint: dict[str, Any]) -> list[str]:
     """``tacred test --ckpt_path X`` without ``--config``: the configuration saved inside the checkpoint becomes the
     first ``--config`` (jsonargparse reads a config given as YAML text), so the command line applies on top of it;
@@ -178,6 +209,10 @@ def with_checkpoint_config(argv: list[str], checkpoint: dict[str, Any]) -> list[
         raise CheckpointError(f"{ckpt_path}: its stored configuration is not a mapping of options")
     for key in ("ckpt_path", "resume", "verbose"):
         data.pop(key, None)
+    # outputs go beside the checkpoint (the run it belongs to), not into its training path taken from the current
+    # folder; --run_dir on the command line still chooses
+    data["run_dir"] = str(checkpoint_run_folder(ckpt_path))
+    (data.get("trainer") or {}).pop("default_root_dir", None)
     # checkpoints written before data.embedding_dim became a link target of model.network.word_dim hold both
     (data.get("data") or {}).pop("embedding_dim", None)
     # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply

@@ -1,74 +1,60 @@
 """A folder to hand on: the network as ONNX, its weights, vocabularies, configuration and a model card.
 
-``model.onnx`` takes the six (B, T) id tensors of a :class:`tacred.data.batching.Batch` (``words``, ``pos``, ``ner``,
-``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns ``probabilities``
-(B, L); for the transformer encoder, the tensors of a :class:`tacred.data.markers.MarkedBatch` instead (``input_ids``
-(B, T) int64, ``pad_mask`` (B, T) bool, ``subj_marker`` and ``obj_marker`` (B,) int64). :class:`OnnxRelationModel` reads such a folder and predicts TACRED dicts with ONNX Runtime, without torch
-checkpoints or Lightning.
+``model.onnx`` takes the six (B, T) arrays of :class:`tacred.inference.encoding.WordEncoder` (``words``, ``pos``,
+``ner``, ``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns
+``probabilities`` (B, L); a transformer's takes the arrays of :class:`tacred.inference.encoding.MarkedEncoder`
+instead (``input_ids`` and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,)). :class:`OnnxRelationModel` (from :mod:`tacred.inference.onnx_backend`, importable from here)
+reads such a folder and predicts with ONNX Runtime alone: this module imports torch only to write a folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit, encode_split
-from tacred.data.examples import Example
-from tacred.data.markers import MarkedBatch
-from tacred.data.vocab import Vocabularies
+from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
 
+if TYPE_CHECKING:
+    from tacred.data.batching import EncodedSplit
+    from tacred.data.examples import Example
+    from tacred.data.vocab import Vocabularies
+
+__all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
 INPUTS = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
-MARKED_INPUTS = ("input_ids", "pad_mask", "subj_marker", "obj_marker")
 OPSET = 17
-
-
-def input_names(vocab: Vocabularies) -> tuple[str, ...]:
-    """The ONNX model's inputs: a transformer's (the vocabularies hold its tokenizer) or the word networks'."""
-    return MARKED_INPUTS if vocab.tokenizer is not None else INPUTS
 
 
 class ExportError(RuntimeError):
     """An export that cannot be written or does not reproduce the PyTorch model."""
 
 
-class ProbabilityNetwork(nn.Module):
-    """The trained network as a function of plain tensors (no batch dataclass): the inputs named by
-    :func:`input_names`, in that order → (B, L) probabilities."""
+def batch_inputs(batch: Any) -> dict[str, np.ndarray]:
+    """The ONNX model's inputs for a batch (a :class:`~tacred.data.batching.Batch` or a transformer's
+    :class:`~tacred.data.markers.MarkedBatch`)."""
+    from tacred.data.markers import MarkedBatch
+    from tacred.models.trained import MarkedProbabilityNetwork
 
-    def __init__(self, net: nn.Module, names: tuple[str, ...] = INPUTS) -> None:
-        super().__init__()
-        self.net = net
-        self.names = names
-
-    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-        given = dict(zip(self.names, tensors, strict=True))
-        first = tensors[0][:, 0]  # stands in for the labels and indices, which the network never reads
-        if self.names == MARKED_INPUTS:
-            batch: Batch | MarkedBatch = MarkedBatch(**given, labels=first, index=first)
-        else:
-            batch = Batch(**given, labels=first, index=first)
-        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
-
-
-def batch_inputs(batch: Batch | MarkedBatch) -> dict[str, np.ndarray]:
-    """The ONNX model's inputs for a batch."""
-    names = MARKED_INPUTS if isinstance(batch, MarkedBatch) else INPUTS
+    names = MarkedProbabilityNetwork.inputs if isinstance(batch, MarkedBatch) else INPUTS
     return {name: getattr(batch, name).numpy() for name in names}
 
 
 def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
     """Trace the network on a small batch of ``data`` with dynamic batch and length axes."""
-    names = input_names(model.vocab)
+    import torch
+
+    from tacred.models.trained import probability_network
+
     sample = data.collate(list(range(min(4, len(data)))))
-    wrapper = ProbabilityNetwork(model.net, names).eval()
+    wrapper = probability_network(model.net).eval()
+    names = wrapper.inputs
     args = tuple(getattr(sample, name) for name in names)
     dynamic = {name: {0: "batch"} if getattr(sample, name).ndim == 1 else {0: "batch", 1: "length"} for name in names}
     with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
@@ -83,6 +69,9 @@ def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
 def compare_onnx(model: Any, data: EncodedSplit, path: Path, batch_size: int = 50) -> float:
     """Largest absolute difference between ONNX Runtime's and PyTorch's probabilities over ``data``."""
     import onnxruntime as ort
+    import torch
+
+    from tacred.data.batching import BucketBatchSampler
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     worst = 0.0
@@ -129,13 +118,18 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
         "",
         "## Files",
         "",
-        "- `model.onnx`: the network; inputs `words`, `pos`, `ner`, `subj_positions`, `obj_positions` (int64, batch ×",
-        "  length) and `pad_mask` (bool, True at padding); output `probabilities` (batch × labels).",
+        ("- `model.onnx`: the network; inputs `input_ids` (int64, batch × length), `pad_mask` (bool, True at padding), "
+         "`subj_marker` and `obj_marker` (int64, batch: the positions of `@` and `#`); output `probabilities` (batch "
+         "× labels)." if net.get("encoder") == "transformer" else
+         "- `model.onnx`: the network; inputs `words`, `pos`, `ner`, `subj_positions`, `obj_positions` (int64, batch ×"
+         " length) and `pad_mask` (bool, True at padding); output `probabilities` (batch × labels)."),
         "- `weights.pt`: the PyTorch state dict (`torch.load(..., weights_only=True)`); `network.json`: the network",
         "  configuration and training hyperparameters; `config.yaml`: the whole resolved training configuration.",
         "- `vocab.json`: words, POS and NER tags, labels and the featurisation switches; `labels.json`: the labels in",
         "  output order.",
-        "- `tacred.export.OnnxRelationModel(folder).predict(examples)` predicts TACRED dicts with ONNX Runtime.",
+        "- `predictor.json`: how inputs are encoded for the network (`encoder`); `tacred.load_model(folder)` (or",
+        "  `tacred.export.OnnxRelationModel(folder)`) predicts with ONNX Runtime alone, without torch: the inputs, errors",
+        "  and prediction objects of `load_model` on a checkpoint.",
         "",
         "## Data",
         "",
@@ -147,12 +141,17 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
         "",
         "## Recipe",
         "",
-        f"- Network: word {net.get('word_dim')}-d, POS {net.get('pos_dim')}-d, NER {net.get('ner_dim')}-d, encoder "
-        f"`{net.get('encoder')}` ({net.get('num_layers')} layer(s), {net.get('num_heads')} heads, feed-forward "
-        f"{net.get('ffn_dim')}), position encoding `{net.get('position_encoding')}`, position-aware attention "
-        f"{'on' if net.get('position_aware', True) else 'off'}; {parameters:,} parameters.",
-        f"- Training: SGD lr {model.get('lr')}, decay ×{model.get('decay_factor')} from epoch "
-        f"{model.get('decay_start_epoch')}, batch {data.get('batch_size')}, gradient clipping "
+        (f"- Network: the pretrained transformer `{net.get('pretrained')}` with typed entity markers (Zhou & Chen, "
+         f"2021); {parameters:,} parameters." if net.get("encoder") == "transformer" else
+         f"- Network: word {net.get('word_dim')}-d, POS {net.get('pos_dim')}-d, NER {net.get('ner_dim')}-d, encoder "
+         f"`{net.get('encoder')}` ({net.get('num_layers')} layer(s), {net.get('num_heads')} heads, feed-forward "
+         f"{net.get('ffn_dim')}), position encoding `{net.get('position_encoding')}`, position-aware attention "
+         f"{'on' if net.get('position_aware', True) else 'off'}; {parameters:,} parameters."),
+        (f"- Training: AdamW lr {model.get('lr')}, linear warm-up over {model.get('warmup_ratio')} of the steps then "
+         "linear decay" if model.get("optimizer") == "adamw" else
+         f"- Training: SGD lr {model.get('lr')}, decay ×{model.get('decay_factor')} from epoch "
+         f"{model.get('decay_start_epoch')}")
+        + f", batch {data.get('batch_size')}, gradient clipping "
         f"{trainer.get('gradient_clip_val')}, seed {config.get('seed_everything')}, precision "
         f"{trainer.get('precision') or '32-true'}; this checkpoint after {epochs_done} of {trainer.get('max_epochs')} epochs.",
         "",
@@ -191,10 +190,7 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
                   tolerance: float = 1e-5, overwrite: bool = False) -> dict[str, Any]:
     """Write the hand-on folder for a checkpoint; with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
     ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference)."""
-    import yaml
-
     from tacred.checkpoints import read_checkpoint
-    from tacred.data.examples import load_examples
     from tacred.models.module import RelationExtractor
 
     ckpt_path, out = Path(ckpt_path), Path(out)
@@ -204,16 +200,43 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
         raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
     ckpt = read_checkpoint(ckpt_path)
     model = RelationExtractor.from_checkpoint(ckpt_path)
-    vocab: Vocabularies = model.vocab
     facts = _run_facts(ckpt_path, ckpt)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "model.onnx").unlink(missing_ok=True)  # never a stale graph beside new weights
+    # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
+    final, out = out, out.with_name(f".{out.name}.partial")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    try:
+        summary = _write(out, final, fmt, model, ckpt_path, facts, split_file, tolerance)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(out, final)
+    summary["files"] = sorted(p.name for p in final.iterdir())
+    return summary
+
+
+def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts: dict[str, Any],
+           split_file: str | Path | None, tolerance: float) -> dict[str, Any]:
+    """The files of an export folder, written into ``out`` (which becomes ``final``)."""
+    import torch
+    import yaml
+
+    from tacred.data.batching import encode_split
+    from tacred.data.examples import load_examples
+    from tacred.inference.encoding import default_encoder
+
+    vocab: Vocabularies = model.vocab
     torch.save(model.net.state_dict(), out / "weights.pt")
     vocab.save(out / "vocab.json")
     (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
     (out / "network.json").write_text(json.dumps(dict(model.hparams), indent=1, default=str), encoding="utf-8")
+    encoder = default_encoder(vocab.to_dict())
+    (out / PREDICTOR_FILE).write_text(json.dumps({"format": 1, "encoder": encoder, "output": "probabilities"}),
+                                      encoding="utf-8")
     (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
-    summary: dict[str, Any] = {"format": fmt, "folder": str(out), "onnx_max_abs_diff": None, "checked_on": None}
+    summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None}
     if fmt == "onnx":
         if split_file is None:
             data_cfg = facts["config"].get("data") or {}
@@ -236,7 +259,6 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
     (out / "README.md").write_text(model_card(ckpt_path, facts, vocab.labels.itos, parameters,
                                               summary["onnx_max_abs_diff"], summary["checked_on"]), encoding="utf-8")
     (out / "export.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    summary["files"] = sorted(p.name for p in out.iterdir())
     return summary
 
 
@@ -248,6 +270,8 @@ def _relabelled(ex: Example, label: str) -> Example:
 
 def _probe_examples(vocab: Vocabularies) -> list[Example]:
     """Sentences of several lengths made of the vocabulary's own words, for checking an export without data."""
+    from tacred.data.examples import Example
+
     words = [w for w in vocab.words.itos[2:50]] or ["word"]
     out = []
     for n, length in enumerate((3, 7, 12, 25, 40)):
@@ -256,29 +280,3 @@ def _probe_examples(vocab: Vocabularies) -> list[Example]:
                            obj_end=length - 1, subj_type="PERSON", obj_type="ORGANIZATION", pos=("NN",) * length,
                            ner=("O",) * length, relation=vocab.no_relation))
     return out
-
-
-class OnnxRelationModel:
-    """Predicts TACRED dicts with an exported folder's ``model.onnx`` and ``vocab.json`` (ONNX Runtime, no Lightning)."""
-
-    def __init__(self, folder: str | Path) -> None:
-        import onnxruntime as ort
-
-        folder = Path(folder)
-        self.vocab = Vocabularies.load(folder / "vocab.json")
-        self.session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-
-    def probabilities(self, examples: Sequence[Mapping[str, Any]], batch_size: int = 50) -> np.ndarray:
-        """(N, L) label probabilities in input order."""
-        items = [Example.from_dict({**ex, "relation": self.vocab.no_relation}, i) for i, ex in enumerate(examples)]
-        data = encode_split(items, self.vocab, source="input")
-        probs = np.zeros((len(data), len(self.vocab.labels)), dtype=np.float32)
-        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
-            batch = data.collate(indices)
-            probs[batch.index.numpy()] = self.session.run(["probabilities"], batch_inputs(batch))[0]
-        return probs
-
-    def predict(self, examples: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
-        """``(relation, probability)`` per example (the argmax)."""
-        probs = self.probabilities(examples)
-        return [(self.vocab.labels.itos[int(row.argmax())], float(row.max())) for row in probs]

@@ -130,15 +130,6 @@ class TacredCLI(LightningCLI):
                                 help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
                                      "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
                                      "chosen (test_predictions-1.jsonl, ...).")
-        if command == "predict":
-            from tacred.commands.predict_raw import RAW_OPTIONS
-
-            group = parser.add_argument_group(
-                "Raw sentences", "tacred predict --ckpt_path CKPT --sentences FILE|- [--format marked|offsets] "
-                "[--output table|jsonl]; also --threshold, --spacy_model, --batch_size, --num_threads, --run_dir")
-            for name, options in RAW_OPTIONS:
-                if name != "--overwrite":
-                    group.add_argument(name, type=str | None, default=options.get("default"), help=options["help"])
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults({
             "checkpoint.monitor": "val/f1", "checkpoint.mode": "max", "checkpoint.save_last": False,

@@ -2,23 +2,27 @@
 
 A request body is one input (``{"text": "<subj>…</subj> … <obj>…</obj>"}``, an OpenNRE dict, a TACRED dict) or a
 list of them; the answer is one prediction object or a list. Requests are batched across clients (LitServe's
-``max_batch_size``/``batch_timeout``); a bad request gets HTTP 400 (not JSON) or 422 (not a valid input) with a
-``detail`` message and never disturbs the other requests of its batch.
+``max_batch_size``/``batch_timeout``). Every bad request gets a JSON ``{"detail": ...}`` and never disturbs the other
+requests of its batch: 413 for a body over ``max_body_bytes``, 400 for a body that is not JSON, 422 for an input the
+model cannot read, one over ``max_tokens`` tokens or a list over ``max_batch_inputs`` inputs.
 """
 
-import contextlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import litserve as ls
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from tacred.serving_loop import QuietBatchedLoop
+
 log = logging.getLogger(__name__)
 
-MAX_ITEMS_PER_REQUEST = 1000
+MAX_BODY_BYTES = 2**20  # 1 MiB: 64 inputs of 512 tokens in JSON take ~0.3 MB
+MAX_TOKENS = 512  # TACRED's longest sentence has 96 tokens, SemEval's 97 (spaCy tokens): room for 5x that
+MAX_BATCH_INPUTS = 64
 
 
 class _Rejected:
@@ -42,28 +46,29 @@ class RelationAPI(ls.LitAPI):
     """LitServe's API object: one :class:`tacred.api.Predictor` per worker process."""
 
     def __init__(self, ckpt_path: str, threshold: float | str | None = None, spacy_model: str | None = None,
-                 num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005) -> None:
-        super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout)
+                 num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
+                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS) -> None:
+        super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout, loop=QuietBatchedLoop())
         self.ckpt_path = ckpt_path
         self.threshold = threshold
         self.spacy_model = spacy_model
         self.num_threads = num_threads
-        self.spacy_problem: str | None = None
+        self.max_tokens = max_tokens
+        self.max_batch_inputs = max_batch_inputs
 
     def setup(self, device: str) -> None:
-        import torch
-
         from tacred.api import load_model
         from tacred.data.spacy_pipeline import SpacyModelError
 
         if self.num_threads:
+            import torch
+
             torch.set_num_threads(self.num_threads)
         self.predictor = load_model(self.ckpt_path, device=device, threshold=self.threshold,
-                                    spacy_model=self.spacy_model)
+                                    spacy_model=self.spacy_model, max_tokens=self.max_tokens)
         try:
             self.predictor.nlp  # noqa: B018 - load spaCy now, not on the first request with raw text
         except SpacyModelError as err:
-            self.spacy_problem = str(err)
             log.warning("raw text cannot be served: %s (TACRED dicts still can)", err)
 
     # annotated as Request (a real class, not a string: LitServe reads the signature) for a parsed JSON body
@@ -75,8 +80,9 @@ class RelationAPI(ls.LitAPI):
         items = [request] if single else request
         if not items:
             return _Rejected(422, "the request holds an empty list")
-        if len(items) > MAX_ITEMS_PER_REQUEST:
-            return _Rejected(413, f"at most {MAX_ITEMS_PER_REQUEST} inputs per request, found {len(items)}")
+        if len(items) > self.max_batch_inputs:
+            return _Rejected(422, f"the request holds {len(items)} inputs, more than the limit of "
+                                  f"{self.max_batch_inputs} per request (--max_batch_inputs)")
         try:
             return _Decoded(self.predictor.to_examples(items), single)
         except InputError as err:
@@ -106,28 +112,43 @@ class RelationAPI(ls.LitAPI):
 
 
 class JsonBodyCheck:
-    """ASGI middleware: a ``POST`` body that is not JSON gets 400 with a message (LitServe would answer 500)."""
+    """ASGI middleware for ``POST /predict``: a body over ``max_body_bytes`` gets 413 (judged by its Content-Length
+    before it is read, else while it is read) and one that is not JSON 400, each with a JSON ``detail``; LitServe
+    would answer both with a plain-text 500."""
 
-    def __init__(self, app: Any, path: str = "/predict") -> None:
+    def __init__(self, app: Any, path: str = "/predict", max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.path = path
+        self.max_body_bytes = max_body_bytes
+
+    async def _reject(self, scope: dict, receive: Any, send: Any, status: int, detail: str) -> None:
+        await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
-        chunks, more = [], True
+        too_big = f"the request body is larger than the limit of {self.max_body_bytes} bytes (--max_body_bytes)"
+        declared = dict(scope["headers"]).get(b"content-length", b"").decode("latin-1")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._reject(scope, receive, send, 413, too_big)
+            return
+        chunks, size, more = [], 0, True
         while more:
             message = await receive()
             if message["type"] != "http.request":  # the client went away
                 return
             chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_body_bytes:
+                await self._reject(scope, receive, send, 413, too_big)
+                return
             more = message.get("more_body", False)
         body = b"".join(chunks)
         try:
             json.loads(body)
-        except ValueError as err:
-            await JSONResponse({"detail": f"the request body is not JSON: {err}"}, status_code=400)(scope, receive, send)
+        except (ValueError, RecursionError) as err:
+            await self._reject(scope, receive, send, 400, f"the request body is not JSON: {err}")
             return
         # the body is JSON whatever the client said (curl -d sends a form type): LitServe then parses it as JSON
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"]
@@ -144,66 +165,28 @@ class JsonBodyCheck:
         await self.app(scope, replay, send)
 
 
+class TacredServer(ls.LitServer):
+    """LitServer that calls ``on_ready`` once the model workers are ready, right before the HTTP server starts."""
+
+    on_ready: Callable[[], None] | None = None
+
+    def verify_worker_status(self) -> None:
+        super().verify_worker_status()
+        if self.on_ready is not None:
+            self.on_ready()
+
+
 def build_server(ckpt_path: str, *, threshold: float | str | None = None, spacy_model: str | None = None,
                  num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
-                 workers: int = 1, accelerator: str = "auto", timeout: float = 30) -> ls.LitServer:
-    """The LitServer for a checkpoint (``server.run(host=..., port=...)`` starts it)."""
+                 workers: int = 1, device: str = "auto", timeout: float = 30, max_body_bytes: int = MAX_BODY_BYTES,
+                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS) -> TacredServer:
+    """The LitServer for a checkpoint (``server.run(host=..., port=...)`` starts it); ``device``: already resolved
+    (``cpu``, ``cuda``, ``cuda:N``; :func:`tacred.devices.torch_device`)."""
     api = RelationAPI(ckpt_path, threshold=threshold, spacy_model=spacy_model, num_threads=num_threads,
-                      max_batch_size=max_batch_size, batch_timeout=batch_timeout)
-    return ls.LitServer(api, accelerator=accelerator, workers_per_device=workers, timeout=timeout,
-                        max_payload_size=10 * 2**20, middlewares=[JsonBodyCheck],
+                      max_batch_size=max_batch_size, batch_timeout=batch_timeout, max_tokens=max_tokens,
+                      max_batch_inputs=max_batch_inputs)
+    accelerator, _, index = device.partition(":")
+    return TacredServer(api, accelerator=accelerator, devices=[int(index)] if index else "auto",
+                        workers_per_device=workers, timeout=timeout,
+                        middlewares=[(JsonBodyCheck, {"max_body_bytes": max_body_bytes})],
                         model_metadata={"checkpoint": str(ckpt_path)})
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that nothing listens on right now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serve_in_background(ckpt_path: str, port: int | None = None, extra: Sequence[str] = (), startup_timeout: float = 120,
-                        log_path: str | None = None) -> Iterator[str]:
-    """Run ``tacred serve`` on 127.0.0.1 in a child process (its own process group) and yield its base URL once
-    ``/health`` answers; the whole group is stopped on exit. For tests and benchmarks."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
-    port = port or free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(log_path or os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
-    proc = subprocess.Popen([sys.executable, "-m", "tacred", "serve", "--ckpt_path", str(ckpt_path), "--host",
-                             "127.0.0.1", "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"tacred serve exited with status {proc.returncode} before answering /health")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"tacred serve did not answer {url}/health within {startup_timeout:.0f} s")
-            time.sleep(0.25)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-        log.close()

@@ -1,12 +1,12 @@
 """A tunable no-relation decision: a bias ``t`` added to log p(no_relation) before the argmax.
 
-Rule: predict the best other relation r* iff ``log p(r*) > log p(no_relation) + t``, else no_relation.
-``t = 0`` is exactly the argmax; ``t > 0`` trades recall for precision, ``t < 0`` the other way round.
+Rule (:mod:`tacred.decision`, numpy alone): predict the best other relation r* iff
+``log p(r*) > log p(no_relation) + t``, else no_relation. ``t = 0`` is exactly the argmax; ``t > 0`` trades recall for
+precision, ``t < 0`` the other way round.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,55 +15,27 @@ from typing import Any
 import numpy as np
 import torch
 
-from tacred.errors import TacredError
-from tacred.io import read_json, write_json
+from tacred.decision import RULE, ThresholdError, checked_probabilities, decide, margins
+from tacred.decision import load_threshold as load_threshold  # where the commands have always found it
+from tacred.io import write_json
 from tacred.scoring import prf
-
-RULE = "predict the best relation r* iff log p(r*) > log p(no_relation) + threshold, else no_relation"
-_TINY = 1e-300  # probabilities that underflowed to 0 get a finite log
-
-
-class ThresholdError(TacredError, ValueError):
-    """A threshold that cannot be tuned, read or applied; the message says which file or input and why."""
 
 
 def _as_probs(probs: Any, no_relation_id: int) -> torch.Tensor:
-    p = torch.as_tensor(np.asarray(probs) if not isinstance(probs, torch.Tensor) else probs).detach().cpu()
-    if p.ndim != 2 or p.shape[1] < 2:
-        raise ThresholdError(f"probabilities must have shape (examples, labels) with at least 2 labels, got {tuple(p.shape)}")
-    if not 0 <= no_relation_id < p.shape[1]:
-        raise ThresholdError(f"no_relation_id {no_relation_id} is not a label id of {p.shape[1]} labels")
-    p = p.to(torch.float64)
-    bad = ~torch.isfinite(p).all(dim=1) | (p < 0).any(dim=1)
-    if bad.any():
-        raise ThresholdError(f"example {int(bad.nonzero()[0])}: probabilities must be finite and non-negative")
-    return p
+    p = probs.detach().cpu().numpy() if isinstance(probs, torch.Tensor) else probs
+    return torch.from_numpy(checked_probabilities(p, no_relation_id))
 
 
 def _margins(p: torch.Tensor, no_relation_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Best other label r* (N,) and the margin m = log p(no_relation) − log p(r*) (N,)."""
-    other = p.clone()
-    other[:, no_relation_id] = -1.0  # below every probability
-    best = other.argmax(dim=1)  # (N,) first maximum, as argmax breaks ties
-    logp = p.clamp_min(_TINY).log()
-    return best, logp[:, no_relation_id] - logp.gather(1, best[:, None])[:, 0]
+    best, margin = margins(p.numpy(), no_relation_id)
+    return torch.from_numpy(best), torch.from_numpy(margin)
 
 
 def apply_threshold(probs: Any, no_relation_id: int, threshold: float | None) -> torch.Tensor:
-    """Label ids (N,) under the rule of this module; ``threshold`` None or 0 gives ``probs.argmax(-1)``.
-
-    ``probs``: (N, L) tensor or array. An example exactly on the boundary is decided as the argmax decides.
-    """
-    p = _as_probs(probs, no_relation_id)
-    t = 0.0 if threshold is None else float(threshold)
-    if not np.isfinite(t):
-        raise ThresholdError(f"threshold must be a finite number, got {threshold!r}")
-    best, margin = _margins(p, no_relation_id)
-    p_best, p_nr = p.gather(1, best[:, None])[:, 0], p[:, no_relation_id]
-    # on the boundary (margin == -t) break the tie as argmax would: larger probability, then lower id
-    argmax_says_relation = (p_best > p_nr) | ((p_best == p_nr) & (best < no_relation_id))
-    relation = (margin < -t) | ((margin == -t) & argmax_says_relation)
-    return torch.where(relation, best, torch.full_like(best, no_relation_id))
+    """Label ids (N,) under the rule of this module (:func:`tacred.decision.decide`); ``threshold`` None or 0 gives
+    ``probs.argmax(-1)``. ``probs``: (N, L) tensor or array."""
+    return torch.from_numpy(decide(_as_probs(probs, no_relation_id).numpy(), no_relation_id, threshold))
 
 
 @dataclass(frozen=True)
@@ -189,32 +161,6 @@ def tune_threshold(probs: Any, gold: Any, no_relation_id: int, target_precision:
     if target_precision is None:
         return TunedThreshold(0.0, untuned, untuned, int(p.shape[0]), None)
     raise ThresholdError(f"no threshold reaches precision {target_precision:.2%} on these {p.shape[0]} examples")
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def load_threshold(source: float | int | str | Path) -> float:
-    """A threshold given as a number, a number in a string, or a ``threshold.json`` written by ``tacred threshold tune``."""
-    if isinstance(source, (int, float)) and not isinstance(source, bool):
-        value: Any = source
-    elif (value := _number(str(source))) is None:
-        path = Path(source)
-        if not path.is_file():
-            raise ThresholdError(f"no_relation threshold: not a number and no such file: {path}")
-        try:
-            value = read_json(path).get("no_relation_threshold")
-        except (json.JSONDecodeError, AttributeError) as err:
-            raise ThresholdError(f"{path}: not a threshold file written by 'tacred threshold tune' ({err})") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ThresholdError(f"{path}: 'no_relation_threshold' must be a number, found {value!r}")
-    if not np.isfinite(float(value)):
-        raise ThresholdError(f"no_relation threshold must be finite, got {value!r}")
-    return float(value)
 
 
 def format_comparison(threshold: float, untuned: Scores, tuned: Scores, split: str = "") -> str:

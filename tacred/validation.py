@@ -142,6 +142,10 @@ def check_trainer(values: Mapping[str, Any], prefix: str = "--trainer.") -> None
     for name in ("accumulate_grad_batches", "check_val_every_n_epoch", "log_every_n_steps"):
         if values.get(name) is not None:
             at_least(values[name], 1, prefix + name)
+    if values.get("accelerator") is not None:
+        from tacred.devices import check_accelerator
+
+        check_accelerator(values["accelerator"], prefix + "accelerator")
 
 
 def _plain(namespace: Any) -> dict[str, Any]:

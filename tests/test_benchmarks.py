@@ -106,6 +106,11 @@ def test_serving_table_has_requests_per_second_and_latency(quick_output):
         assert int(row[1]) > 0 and float(row[2].replace(",", "")) > 0  # requests answered, requests/s
         assert float(row[3]) <= float(row[4].replace(",", ""))  # p50 <= p99
         assert row[5] == "0"  # no errors
+    [soak] = table_rows(quick_output[0], "Serving soak")
+    requests, ok, refused_4xx, server_errors, refused = (int(c.replace(",", "")) for c in soak[:5])
+    assert requests == ok + refused_4xx and refused_4xx == requests // 4  # every bad request got a 4xx answer
+    assert server_errors == 0 and refused == 0
+    assert abs(float(soak[10].rstrip("%"))) <= 10  # RSS after the soak within 10% of after the warm-up
 
 
 def test_transformer_table_has_training_and_both_inference_engines_per_thread_count(quick_output):

@@ -90,6 +90,37 @@ def test_predict_raw_sentences_from_stdin(trained):
     assert bad.status == 2 and "line 1" in bad.stderr
 
 
+def test_predict_skips_and_reports_bad_lines_when_asked(trained):
+    text = "<subj>John Smith</subj> works for <obj>Acme Corp</obj> .\nno markers here\n\n<subj>Mary</subj> was born in " \
+           "<obj>Paris</obj> .\n"
+    proc = run_in_process("predict", "--ckpt_path", str(trained), "--sentences", "-", "--skip_bad_lines", stdin=text)
+    assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == ["line-1", "line-4"]
+    assert "tacred predict: skipped <stdin>, line 2: no subject marker" in proc.stderr
+    assert "tacred predict: 1 of 3 lines skipped, 2 predicted" in proc.stderr
+
+
+def test_predict_writes_beside_the_checkpoint_wherever_it_was_copied(trained, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "handed_on"
+    elsewhere.mkdir()
+    (elsewhere / "model.ckpt").write_bytes((trained / "checkpoints" / "best.ckpt").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    proc = run_in_process("predict", "--ckpt_path", str(elsewhere / "model.ckpt"))
+    assert (elsewhere / "predictions.jsonl").is_file()
+    assert f"predictions: {elsewhere / 'predictions.jsonl'}" in proc.stdout + proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["handed_on"]  # nothing under the current folder
+
+
+def test_an_absent_accelerator_is_a_one_line_error(trained):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present")
+    proc = run_in_process("test", "--ckpt_path", str(trained), "--trainer.accelerator", "cuda", check=False)
+    assert proc.status == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "tacred test: error: --trainer.accelerator 'cuda': CUDA is not available here")
+
+
 def test_same_seed_same_metrics(demo_data, tmp_path):
     fit(demo_data, tmp_path / "a", "--trainer.max_epochs", "1")
     fit(demo_data, tmp_path / "b", "--trainer.max_epochs", "1")

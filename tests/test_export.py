@@ -31,9 +31,9 @@ def test_onnx_runtime_equals_pytorch_on_the_test_split(exported, checkpoint):
     # independently of the export's own check: the folder alone against the Python API
     examples = json.loads(Path(test_file).read_text())
     onnx_probs = OnnxRelationModel(out).probabilities(examples)
-    torch_probs = load_model(checkpoint).probabilities(examples).numpy()
+    torch_probs = load_model(checkpoint).probabilities(examples)
     assert abs(onnx_probs - torch_probs).max() <= 1e-5
-    assert [r for r, _ in OnnxRelationModel(out).predict(examples[:3])] == \
+    assert [p.relation for p in OnnxRelationModel(out).predict(examples[:3])] == \
         [p.relation for p in load_model(checkpoint).predict(examples[:3])]
 
 
@@ -42,7 +42,7 @@ def test_the_folder_holds_weights_vocabularies_config_and_a_model_card(exported,
     from tacred.models.module import RelationExtractor
 
     out, _ = exported
-    assert {"model.onnx", "weights.pt", "vocab.json", "labels.json", "network.json", "config.yaml",
+    assert {"model.onnx", "weights.pt", "vocab.json", "labels.json", "network.json", "predictor.json", "config.yaml",
             "README.md", "export.json"} <= {p.name for p in out.iterdir()}
     model = RelationExtractor.from_checkpoint(checkpoint)
     weights = torch.load(out / "weights.pt", weights_only=True)

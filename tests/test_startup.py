@@ -61,10 +61,12 @@ def test_a_wrong_checkpoint_path_is_answered_before_torch_loads(tmp_path):
     assert "HEAVY [] CODE 2" in proc.stdout and "checkpoint is empty (0 bytes)" in proc.stderr
 
 
-def test_predict_help_shows_the_sentence_options(monkeypatch):
-    from tests.conftest import run_in_process
-
-    monkeypatch.setenv("COLUMNS", "200")
-    printed = run_in_process("predict", "--help").stdout
-    for option in ("--sentences", "--format", "--output", "--overwrite"):
-        assert option in printed
+def test_predict_help_puts_the_sentence_options_first_and_starts_fast():
+    for argv in (["predict", "--help"], ["predict", "--sentences", "--help"], ["predict", "-h", "--sentences", "-"]):
+        proc = run(argv)
+        assert "HEAVY [] CODE 0" in proc.stdout, proc.stdout + proc.stderr
+        printed = proc.stdout
+        for option in ("--sentences", "--format", "--output", "--skip_bad_lines", "--device", "--overwrite"):
+            assert option in printed
+        assert printed.index("--sentences") < printed.index("--data.predict_file") < printed.index("--help all")
+        assert len(printed.splitlines()) < 80

@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "plot": "plot",
     "threshold": "threshold",
     "tune": "tune",
+    "extract": "extract",
     "serve": "serve",
     "export": "export",
 }

@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data_dir", metavar="DIR", help="data folder for predicting (default: each member's own)")
     parser.add_argument("--splits", nargs="+", default=list(SPLITS), choices=SPLITS, help="splits to predict and score")
     parser.add_argument("--batch_size", type=int, default=256, help="prediction batch size (default: 256)")
-    parser.add_argument("--device", default="cpu", help="torch device for predicting (default: cpu)")
+    parser.add_argument("--device", default="auto", help="where members predict: auto (CUDA when present, else the "
+                                                         "CPU), cpu, cuda or cuda:N (default auto)")
     return parser
 
 
@@ -37,14 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse, before any work, what would give a meaningless ensemble or fail late: fewer than two distinct members,
     a device torch does not know or does not have, a batch size below 1."""
-    import torch
+    from tacred.devices import DeviceError, torch_device
 
     try:
-        device = torch.device(args.device)
-    except (RuntimeError, ValueError):
-        raise EnsembleError(f"--device {args.device!r}: not a torch device (e.g. cpu, cuda, cuda:1, mps)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise EnsembleError(f"--device {args.device!r}: no CUDA GPU is available")
+        args.device = torch_device(args.device)
+    except DeviceError as err:
+        raise EnsembleError(f"--{err}") from None
     if args.batch_size < 1:
         raise EnsembleError(f"--batch_size {args.batch_size}: must be at least 1")
     if args.checkpoints:

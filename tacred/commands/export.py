@@ -18,7 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
                "config.yaml, README.md (the model card: data, recipe, scores, intended use and limits) and "
                "export.json. The ONNX graph is run with ONNX Runtime on --check_file (default: the run's test split) "
                "and the export fails if any probability differs from PyTorch's by more than --tolerance.")
-    p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model")
+    p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model, or its run folder (best.ckpt, "
+                                                      "else last.ckpt)")
     p.add_argument("--out", required=True, help="folder to write (must be new or empty unless --overwrite)")
     p.add_argument("--format", choices=("onnx", "torch"), default="onnx",
                    help="onnx (default): model.onnx as well; torch: weights and vocabularies only")
@@ -43,10 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.format == "onnx":
             import onnxruntime  # noqa: F401
     except ImportError:
-        print("tacred export: error: ONNX Runtime is not installed; pip install 'tacred[export]'", file=sys.stderr)
+        print("tacred export: error: ONNX Runtime is not installed; in a clone of tacred: "
+              "pip install -e '.[export]'", file=sys.stderr)
         return 2
+    from tacred.checkpoints import resolve_checkpoint
+    from tacred.quiet import tacred_log_lines
+
     try:
-        summary = export_folder(args.ckpt_path, args.out, fmt=args.format, split_file=args.check_file,
+        with tacred_log_lines():
+            ckpt_path = resolve_checkpoint(args.ckpt_path)
+        summary = export_folder(ckpt_path, args.out, fmt=args.format, split_file=args.check_file,
                                 tolerance=args.tolerance, overwrite=args.overwrite)
     except (CheckpointError, DataFormatError, ExportError, FileNotFoundError) as err:
         print(f"tacred export: error: {err}", file=sys.stderr)

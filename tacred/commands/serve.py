@@ -10,28 +10,37 @@ from tacred.errors import OneLineParser
 HELP = "Serve a trained model over HTTP (LitServe): POST /predict, GET /health."
 
 EPILOG = """example:
-  tacred serve --ckpt_path runs/demo/checkpoints/best.ckpt --port 8000 &
+  tacred serve --ckpt_path runs/demo --port 8000 &
   curl -s localhost:8000/predict -H 'Content-Type: application/json' \\
        -d '{"text": "<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said ."}'
 
 A body is one input or a list of inputs: {"text": MARKED}, {"text", "subj": [s, e], "obj": [s, e]} (characters),
 {"token": [...], "h": {"pos": [s, e]}, "t": {"pos": [s, e]}} (OpenNRE, tokens), or a TACRED example. The answer is
-{"relation", "probability", "probabilities", "subject", "object", "id"} per input. Bad input: HTTP 400/422 with
-{"detail": message}."""
+{"relation", "probability", "probabilities", "subject", "object", "id"} per input. Bad input, each with
+{"detail": message}: 413 (body over --max_body_bytes), 400 (not JSON), 422 (an input the model cannot read, over
+--max_tokens, or a list over --max_batch_inputs). SIGTERM or Ctrl+C stops the server and every process it started."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tacred.devices import DEVICE_HELP
+
     p = OneLineParser(prog="tacred serve", description=HELP, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model (vocabularies included)")
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ckpt_path", required=True,
+                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt) or an exported folder")
     p.add_argument("--host", default="127.0.0.1", choices=("127.0.0.1", "0.0.0.0", "::"),
                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8000, help="TCP port, 1024-65535 (default 8000)")
+    p.add_argument("--device", "--accelerator", dest="device", default="auto", help=DEVICE_HELP)
     p.add_argument("--max_batch_size", type=int, default=32, help="requests combined into one forward pass")
     p.add_argument("--batch_timeout", type=float, default=0.005,
                    help="seconds to wait for more requests before running a batch (default 0.005)")
+    p.add_argument("--max_body_bytes", type=int, default=2**20, help="largest request body (default 1 MiB): else 413")
+    p.add_argument("--max_tokens", type=int, default=512,
+                   help="most tokens per input (default 512; TACRED's and SemEval's longest sentences have under 100; "
+                        "memory grows with the square of the length): else 422")
+    p.add_argument("--max_batch_inputs", type=int, default=64, help="most inputs in one request (default 64): else 422")
     p.add_argument("--workers", type=int, default=1, help="model processes per device (default 1)")
-    p.add_argument("--accelerator", default="cpu", choices=("cpu", "cuda", "mps", "auto"))
     p.add_argument("--num_threads", type=int, default=None, help="torch CPU threads per worker")
     p.add_argument("--threshold", default=None,
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
@@ -41,36 +50,75 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (None when it can), checked as uvicorn binds (SO_REUSEADDR)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as err:
+            return err.strerror or str(err)
+    return None
+
+
+def _check(args: argparse.Namespace) -> str:
+    """Every option and file checked before a process starts; the model path to serve."""
+    from tacred.checkpoints import read_checkpoint, resolve_checkpoint
+    from tacred.devices import torch_device
+    from tacred.errors import ConfigError
+    from tacred.inference.onnx_backend import is_export_folder
+    from tacred.threshold import load_threshold
+
     if not 1024 <= args.port <= 65535:
-        print(f"tacred serve: error: --port must lie in 1024-65535, got {args.port}", file=sys.stderr)
-        return 2
-    for name in ("max_batch_size", "workers", "num_threads"):
+        raise ConfigError(f"--port must lie in 1024-65535, got {args.port}")
+    for name in ("max_batch_size", "workers", "num_threads", "max_body_bytes", "max_tokens", "max_batch_inputs"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            print(f"tacred serve: error: --{name} must be at least 1, got {value}", file=sys.stderr)
-            return 2
-    from tacred.checkpoints import CheckpointError, read_checkpoint
-    from tacred.threshold import ThresholdError, load_threshold
+            raise ConfigError(f"--{name} must be at least 1, got {value}")
+    problem = port_in_use(args.host, args.port)
+    if problem:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {problem} (another server?); choose another "
+                          "--port")
+    if args.threshold is not None:
+        load_threshold(args.threshold)
+    if is_export_folder(args.ckpt_path):  # ONNX Runtime's view of CUDA, not torch's
+        from tacred.devices import onnx_providers
+
+        args.device = onnx_providers(args.device)[0]
+        return args.ckpt_path
+    args.device = torch_device(args.device)
+    model = str(resolve_checkpoint(args.ckpt_path))
+    read_checkpoint(model)  # a clear error now rather than a worker that fails to start
+    return model
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.errors import TacredError
+    from tacred.quiet import tacred_log_lines
 
     try:
-        read_checkpoint(args.ckpt_path)  # a clear error now rather than a worker that fails to start
-        if args.threshold is not None:
-            load_threshold(args.threshold)
-    except (CheckpointError, ThresholdError, FileNotFoundError) as err:
+        with tacred_log_lines():
+            model = _check(args)
+    except (TacredError, FileNotFoundError) as err:
         print(f"tacred serve: error: {err}", file=sys.stderr)
         return 2
     try:
         from tacred.serving import build_server
     except ImportError as err:
-        print(f"tacred serve: error: LitServe is not installed ({err}); pip install 'tacred[serve]'", file=sys.stderr)
+        print(f"tacred serve: error: LitServe is not installed ({err}); in a clone of tacred: pip install -e '.[serve]'",
+              file=sys.stderr)
         return 2
-    server = build_server(args.ckpt_path, threshold=args.threshold, spacy_model=args.spacy_model,
-                          num_threads=args.num_threads, max_batch_size=args.max_batch_size,
-                          batch_timeout=args.batch_timeout, workers=args.workers, accelerator=args.accelerator,
-                          timeout=args.timeout)
-    print(f"tacred serve: {args.ckpt_path} on http://{args.host}:{args.port}/predict (GET /health)", flush=True)
-    server.run(host=args.host, port=args.port, generate_client_file=False, log_level=args.log_level,
-               num_api_servers=1)
-    return 0
+    server = build_server(model, threshold=args.threshold, spacy_model=args.spacy_model, num_threads=args.num_threads,
+                          max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout, workers=args.workers,
+                          device=args.device, timeout=args.timeout, max_body_bytes=args.max_body_bytes,
+                          max_tokens=args.max_tokens, max_batch_inputs=args.max_batch_inputs)
+    server.on_ready = lambda: print(f"tacred serve: {model} on {args.device}, listening on "
+                                    f"http://{args.host}:{args.port}/predict (GET /health); stop with Ctrl+C or "
+                                    "SIGTERM", flush=True)
+    from tacred.serving_lifecycle import run_until_stopped
+
+    return run_until_stopped(server, host=args.host, port=args.port, log_level=args.log_level)

@@ -9,7 +9,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from tacred.data.examples import Example, log_bin, masked_tokens, relative_positions
+from tacred.data.examples import Example
+from tacred.data.features import LemmaMissing, encode_example, length_batches, pad_features
 from tacred.data.vocab import Vocabularies
 from tacred.errors import LabelError
 
@@ -41,24 +42,13 @@ class EncodedSplit(torch.utils.data.Dataset):
         self.examples = list(examples)
         self.ids = [ex.id for ex in self.examples]
         self.lengths = np.array([len(ex) for ex in self.examples], dtype=np.int64)
-        self.words: list[np.ndarray] = []
-        self.pos: list[np.ndarray] = []
-        self.ner: list[np.ndarray] = []
-        self.subj: list[np.ndarray] = []
-        self.obj: list[np.ndarray] = []
+        self.rows: list[dict[str, np.ndarray]] = []  # per example, the id arrays of tacred.data.features.FEATURES
         labels = []
         for i, ex in enumerate(self.examples):
-            words = ex.lemmas if vocab.use_lemmas and ex.lemmas is not None else ex.tokens
-            if vocab.use_lemmas and ex.lemmas is None:
-                raise ValueError(f"{source}: example {i} (id {ex.id!r}) has no lemmas but the vocabulary uses lemmas")
-            words = tuple(w.lower() for w in words) if vocab.lowercase else words
-            tokens = masked_tokens(ex, words) if vocab.entity_masking else list(words)
-            self.words.append(np.asarray(vocab.words.encode(tokens), dtype=np.int64))
-            self.pos.append(np.asarray(vocab.pos.encode(ex.pos), dtype=np.int64))
-            self.ner.append(np.asarray(vocab.ner.encode(ex.ner), dtype=np.int64))
-            n = len(ex)
-            self.subj.append(np.asarray([log_bin(p) for p in relative_positions(ex.subj_start, ex.subj_end, n)], dtype=np.int64))
-            self.obj.append(np.asarray([log_bin(p) for p in relative_positions(ex.obj_start, ex.obj_end, n)], dtype=np.int64))
+            try:
+                self.rows.append(encode_example(ex, vocab))
+            except LemmaMissing:
+                raise ValueError(f"{source}: example {i} (id {ex.id!r}) has no lemmas but the vocabulary uses lemmas") from None
             if ex.relation not in vocab.labels:
                 raise LabelError(
                     f"{source}: example {i} (id {ex.id!r}): relation {ex.relation!r} is not in the label set "
@@ -75,15 +65,7 @@ class EncodedSplit(torch.utils.data.Dataset):
 
     def collate(self, indices: Sequence[int]) -> Batch:
         """Pad the examples at ``indices`` to the longest of them."""
-        size = len(indices)
-        width = int(self.lengths[list(indices)].max())
-        arrays = {k: np.zeros((size, width), dtype=np.int64) for k in ("words", "pos", "ner", "subj", "obj")}
-        pad = np.ones((size, width), dtype=bool)
-        for row, i in enumerate(indices):
-            n = self.lengths[i]
-            for key, array in arrays.items():
-                array[row, :n] = getattr(self, key)[i]
-            pad[row, :n] = False
+        arrays, pad = pad_features(self.rows, self.lengths, indices)
         return Batch(
             words=torch.from_numpy(arrays["words"]), pos=torch.from_numpy(arrays["pos"]),
             ner=torch.from_numpy(arrays["ner"]), subj_positions=torch.from_numpy(arrays["subj"]),
@@ -134,8 +116,7 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     def _all_batches(self) -> list[list[int]]:
         n = len(self.lengths)
         if not self.shuffle:
-            order = sorted(range(n), key=lambda i: (self.lengths[i], i))
-            return [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+            return length_batches(self.lengths, self.batch_size)
         rng = random.Random(self.seed * 100_003 + self.epoch)
         order = list(range(n))
         rng.shuffle(order)

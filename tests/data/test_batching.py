@@ -25,9 +25,9 @@ def test_entity_masking_uses_mask_tokens(tacred_sample):
     dm = TacredDataModule(data_dir=str(tacred_sample))
     data = dm.encoded("train")
     ex = data.examples[0]
-    assert data.words[0][ex.subj_start] == dm.vocab.words.id(f"SUBJ-{ex.subj_type}")
+    assert data.rows[0]["words"][ex.subj_start] == dm.vocab.words.id(f"SUBJ-{ex.subj_type}")
     unmasked = TacredDataModule(data_dir=str(tacred_sample), entity_masking=False).encoded("train")
-    assert unmasked.words[0][ex.subj_start] != dm.vocab.words.id(f"SUBJ-{ex.subj_type}")
+    assert unmasked.rows[0]["words"][ex.subj_start] != dm.vocab.words.id(f"SUBJ-{ex.subj_type}")
 
 
 LENGTHS = [5, 40, 7, 12, 33, 8, 9, 21, 3, 17, 25, 11, 6]

@@ -40,7 +40,7 @@ def test_lemmas_replace_words_in_the_vocabulary(tmp_path, write_json, monkeypatc
     assert "go" in dm.vocab.words and "went" not in dm.vocab.words
     assert dm.vocab.use_lemmas
     data = dm.encoded("train")
-    assert data.words[0][1] == dm.vocab.words.id("go")
+    assert data.rows[0]["words"][1] == dm.vocab.words.id("go")
 
 
 def test_setup_encodes_only_what_a_stage_needs(tacred_sample):

@@ -131,8 +131,15 @@ def test_fit_learns_and_the_checkpoint_needs_no_model_folder(trained: Path, demo
     assert 0 <= metrics["f1"] <= 1
 
 
-def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def exported(trained: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("onnxruntime")
+    out = tmp_path_factory.mktemp("transformer_onnx") / "onnx"
+    run_in_process("export", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--out", str(out))
+    return out
+
+
+def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, exported: Path) -> None:
     from tacred import load_model
     from tacred.export import OnnxRelationModel
 
@@ -147,11 +154,40 @@ def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, tmp_p
         assert p.id == w["id"] and p.relation == w["relation"] and p.probability == pytest.approx(w["probability"], abs=1e-5)
     marked = model.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
     assert (marked.subject, marked.object) == ("Maria Lopez", "Acme Holdings")
-    ran = run_in_process("export", "--ckpt_path", str(ckpt), "--out", str(tmp_path / "onnx"))
-    assert json.loads((tmp_path / "onnx" / "export.json").read_text())["onnx_max_abs_diff"] <= 1e-4, ran.stdout
-    onnx_probs = OnnxRelationModel(tmp_path / "onnx").probabilities(examples)
+    assert json.loads((exported / "export.json").read_text())["onnx_max_abs_diff"] <= 1e-4
+    assert json.loads((exported / "predictor.json").read_text())["encoder"] == "typed_markers"
+    assert "pretrained transformer" in (exported / "README.md").read_text()
+    onnx_model = OnnxRelationModel(exported)
+    onnx_probs = onnx_model.probabilities(examples)
     torch_probs = np.array([[p.probabilities[label] for label in model.labels] for p in predictions])
     assert np.abs(onnx_probs - torch_probs).max() <= 1e-4
+    assert [p.relation for p in onnx_model.predict(examples)] == [p.relation for p in predictions]
+
+
+@pytest.mark.slow  # a subprocess
+def test_onnx_inference_of_the_transformer_needs_neither_torch_nor_transformers(exported: Path, demo_data: Path) -> None:
+    import subprocess
+    import sys
+
+    from tacred import load_model
+
+    probe = f"""
+import importlib.abc, json, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "lightning", "transformers"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+from tacred import load_model
+m = load_model({str(exported)!r})
+print(json.dumps([[p.id, p.relation, p.probability] for p in m.predict(json.loads(sys.stdin.read()))]))
+"""
+    examples = json.loads((demo_data / "test.json").read_text())[:5]
+    proc = subprocess.run([sys.executable, "-c", probe], input=json.dumps(examples), capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = load_model(exported).predict(examples)
+    assert [(g[0], g[1]) for g in json.loads(proc.stdout)] == [(p.id, p.relation) for p in expected]
 
 
 def test_the_packaged_minilm() -> None:

@@ -1,0 +1,60 @@
+"""Examples → id arrays, padding and length-sorted batches with numpy alone: what training (through
+:class:`tacred.data.batching.EncodedSplit`) and prediction without torch (ONNX Runtime) share, so both encode alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tacred.data.examples import Example, log_bin, masked_tokens, relative_positions
+from tacred.data.vocab import Vocabularies
+
+# the id arrays of one example, in the order of the network's inputs (ONNX input names: FEATURE_INPUTS)
+FEATURES = ("words", "pos", "ner", "subj", "obj")
+FEATURE_INPUTS = {"words": "words", "pos": "pos", "ner": "ner", "subj": "subj_positions", "obj": "obj_positions"}
+
+
+class LemmaMissing(ValueError):
+    """An example without lemmas for a vocabulary of lemmas."""
+
+
+def encode_example(ex: Example, vocab: Vocabularies) -> dict[str, np.ndarray]:
+    """The id arrays (T,) of one example: words (lowercased, entity-masked as the vocabulary says), POS and NER
+    ids, and the log-binned relative positions to the subject and the object."""
+    if vocab.use_lemmas and ex.lemmas is None:
+        raise LemmaMissing(f"example {ex.id!r} has no lemmas but the vocabulary uses lemmas")
+    words = ex.lemmas if vocab.use_lemmas and ex.lemmas is not None else ex.tokens
+    words = tuple(w.lower() for w in words) if vocab.lowercase else words
+    tokens = masked_tokens(ex, words) if vocab.entity_masking else list(words)
+    n = len(ex)
+    return {
+        "words": np.asarray(vocab.words.encode(tokens), dtype=np.int64),
+        "pos": np.asarray(vocab.pos.encode(ex.pos), dtype=np.int64),
+        "ner": np.asarray(vocab.ner.encode(ex.ner), dtype=np.int64),
+        "subj": np.asarray([log_bin(p) for p in relative_positions(ex.subj_start, ex.subj_end, n)], dtype=np.int64),
+        "obj": np.asarray([log_bin(p) for p in relative_positions(ex.obj_start, ex.obj_end, n)], dtype=np.int64),
+    }
+
+
+def pad_features(rows: Sequence[dict[str, np.ndarray]], lengths: np.ndarray,
+                 indices: Sequence[int]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The examples at ``indices`` padded to the longest of them: ``FEATURES`` arrays (B, T) of int64 (0 at padding)
+    and the padding mask (B, T), True at padding."""
+    size = len(indices)
+    width = int(lengths[list(indices)].max())
+    arrays = {k: np.zeros((size, width), dtype=np.int64) for k in FEATURES}
+    pad = np.ones((size, width), dtype=bool)
+    for row, i in enumerate(indices):
+        n = lengths[i]
+        for key, array in arrays.items():
+            array[row, :n] = rows[i][key]
+        pad[row, :n] = False
+    return arrays, pad
+
+
+def length_batches(lengths: Sequence[int] | np.ndarray, batch_size: int) -> list[list[int]]:
+    """Evaluation batches: indices sorted by (length, index), cut every ``batch_size`` (little padding)."""
+    lengths = np.asarray(lengths)
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

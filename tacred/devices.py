@@ -1,0 +1,87 @@
+"""One device rule for every way of running a model: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or
+``cuda:N``. The Python API (``device=``), ``tacred serve``/``predict --sentences``/``extract`` (``--device``) and the
+ONNX Runtime predictor resolve names here; Lightning's commands keep Lightning's option (``--trainer.accelerator``,
+where ``gpu`` means ``cuda``) and are checked by the same rule. A device that is asked for and absent is a
+:class:`DeviceError` naming it, never a bare assertion deep inside torch."""
+
+from __future__ import annotations
+
+from tacred.errors import TacredError
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+DEVICE_HELP = "auto (CUDA when present, else the CPU), cpu, cuda or cuda:N (default auto)"
+
+
+class DeviceError(TacredError, ValueError):
+    """A device that is unknown, or asked for and not present on this machine."""
+
+
+def resolve_device(asked: str, cuda_devices: int, why_none: str = "no CUDA device is present") -> str:
+    """``cpu`` or ``cuda[:N]`` for the name ``asked``, given how many CUDA devices the runtime sees."""
+    name = str(asked).strip().lower()
+    if name == "gpu":  # Lightning's name for the same thing
+        name = "cuda"
+    if name == "auto":
+        return "cuda" if cuda_devices > 0 else "cpu"
+    if name == "cpu":
+        return "cpu"
+    if name == "cuda" or name.startswith("cuda:"):
+        index = name.partition(":")[2]
+        if index and not index.isdigit():
+            raise DeviceError(f"device {asked!r}: expected cuda:N with a device number N")
+        if cuda_devices == 0:
+            raise DeviceError(f"device {asked!r}: CUDA is not available here ({why_none}); use --device auto or cpu")
+        if index and int(index) >= cuda_devices:
+            raise DeviceError(f"device {asked!r}: this machine has {cuda_devices} CUDA device(s), numbered from 0")
+        return name
+    raise DeviceError(f"device {asked!r}: expected one of {DEVICE_HELP}")
+
+
+def _torch_cuda() -> tuple[int, str]:
+    """How many CUDA devices torch sees, and why none when there are none."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    why = (f"this torch {torch.__version__} is built without CUDA" if torch.version.cuda is None
+           else "torch finds no CUDA device")
+    return count, why
+
+
+def torch_device(asked: str) -> str:
+    """The torch device for ``asked`` (torch's own view of CUDA; ``mps`` too, where torch has Apple's MPS)."""
+    if str(asked).strip().lower() == "mps":
+        check_accelerator("mps", "device")
+        return "mps"
+    return resolve_device(asked, *_torch_cuda())
+
+
+def check_accelerator(accelerator: object, option: str = "--trainer.accelerator") -> None:
+    """Lightning's accelerator names under the same rule: ``cuda``/``gpu`` or ``mps`` that are absent are a
+    :class:`DeviceError` (Lightning would fail later with a bare assertion or a long stack)."""
+    if not isinstance(accelerator, str):
+        return
+    name = accelerator.strip().lower()
+    if name in ("cuda", "gpu"):
+        count, why = _torch_cuda()
+        if count == 0:
+            raise DeviceError(f"{option} {accelerator!r}: CUDA is not available here ({why}); use {option} auto or cpu")
+    elif name == "mps":
+        import torch
+
+        if not torch.backends.mps.is_available():
+            raise DeviceError(f"{option} {accelerator!r}: Apple's MPS is not available here; use {option} auto or cpu")
+
+
+def onnx_providers(asked: str) -> tuple[str, list[str | tuple[str, dict[str, str]]]]:
+    """The device and ONNX Runtime execution providers for ``asked``: CUDA's provider (on the asked device) before the
+    CPU's where the installed onnxruntime has it, the CPU's alone otherwise."""
+    import onnxruntime as ort
+
+    has_cuda = "CUDAExecutionProvider" in ort.get_available_providers()
+    device = resolve_device(asked, 1 if has_cuda else 0,
+                            f"the installed onnxruntime {ort.__version__} has no CUDAExecutionProvider; "
+                            "install onnxruntime-gpu")
+    if device == "cpu":
+        return device, ["CPUExecutionProvider"]
+    index = device.partition(":")[2] or "0"
+    return device, [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]

@@ -1,0 +1,13 @@
+"""Prediction behind one contract, whatever runs the network.
+
+::
+
+    inputs ──InputReader──> TACRED dicts ──encoder──> named arrays ──backend──> probabilities ──> Prediction
+           (inputs.py: every input form,    (encoding.py: chosen     (torch_backend.py or      (outputs.py: the
+            spaCy when needed, limits)       by the model's metadata) onnx_backend.py)          no-relation rule)
+
+:class:`~tacred.inference.predictor.Predictor` wires them together; ``extract.py`` adds candidate pairs from plain
+text. A new kind of model registers an encoder in ``encoding.ENCODERS`` (its name stored in the checkpoint under
+``tacred_predictor: {"encoder": NAME}`` and in an export's ``predictor.json``) and gives its backend a module
+``module(**arrays) -> (B, L) probabilities``; input forms, errors, batching, thresholds and prediction objects stay.
+"""

@@ -1,0 +1,192 @@
+"""Every accepted input form → a validated TACRED dict (tokens, spans, types, POS and NER tags).
+
+Accepted inputs (one, or a list of them for a batch):
+
+- a marked string ``"<subj>Bill Gates</subj> founded <obj>Microsoft</obj> ."`` (or ``{"text": "..."}``);
+- character offsets ``{"text": "...", "subj": [start, end], "obj": [start, end]}`` (end-exclusive), or OpenNRE's
+  ``{"text": "...", "h": {"pos": [start, end]}, "t": {"pos": [start, end]}}``;
+- OpenNRE tokens ``{"token": [...], "h": {"pos": [start, end]}, "t": {"pos": [start, end]}}`` (end-exclusive token
+  indices; optional ``h.type``/``t.type``);
+- a TACRED dict (``token``, ``subj_start`` …, ``stanford_pos``, ``stanford_ner``; ``relation`` optional).
+
+Raw text and untagged tokens go through spaCy (``nlp``, loaded by the caller on first need); TACRED dicts never do.
+Nothing here depends on the model kind or on torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+
+class InputError(ValueError):
+    """An input the model cannot read; the message names the item and the problem."""
+
+
+def as_items(inputs: Any) -> tuple[list[Any], bool]:
+    """The list of inputs and whether one input (not a list) was given."""
+    single = isinstance(inputs, (str, Mapping))
+    items = [inputs] if single else inputs
+    if not isinstance(items, Sequence) or isinstance(items, (bytes, bytearray)):
+        raise InputError(f"expected a string, a dict or a list of them, found {type(inputs).__name__}")
+    return list(items), single
+
+
+def _pair(value: Any, what: str) -> tuple[int, int]:
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise InputError(f"{what} must be [start, end] (two integers), found {value!r}")
+    return int(value[0]), int(value[1])
+
+
+def _entity(item: Mapping[str, Any], key: str) -> tuple[tuple[int, int], str | None]:
+    """OpenNRE's ``h``/``t``: ``{"pos": [start, end], "type": optional}``."""
+    value = item.get(key)
+    if not isinstance(value, Mapping) or "pos" not in value:
+        raise InputError(f"'{key}' must be an object with 'pos': [start, end], found {value!r}")
+    etype = value.get("type")
+    if etype is not None and (not isinstance(etype, str) or not etype.strip()):
+        raise InputError(f"'{key}.type' must be a non-empty string, found {etype!r}")
+    return _pair(value["pos"], f"'{key}.pos'"), etype
+
+
+def _text(item: Mapping[str, Any]) -> str:
+    text = item["text"]
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"'text' must be a non-empty string, found {text!r}")
+    return text
+
+
+class InputReader:
+    """Reads inputs into TACRED dicts; those that need spaCy are collected and annotated together.
+
+    Args:
+        no_relation: the model's no-relation label (the placeholder gold label of every example).
+        nlp: a function that returns the spaCy pipeline, called only when an input needs it.
+        max_tokens: the most tokens an input may have (None: no limit); longer inputs are an :class:`InputError`,
+            found before spaCy runs where the text alone shows it (spaCy never makes fewer tokens than there are
+            whitespace-separated words).
+    """
+
+    def __init__(self, no_relation: str, nlp: Callable[[], Language], max_tokens: int | None = None) -> None:
+        self.no_relation = no_relation
+        self.nlp = nlp
+        self.max_tokens = max_tokens
+
+    def read(self, items: Sequence[Any]) -> list[dict[str, Any]]:
+        """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
+        self._examples: list[dict[str, Any] | None] = [None] * len(items)
+        self._texts: list[tuple[int, Any, str | None]] = []  # (slot, Marked, id)
+        self._words: list[tuple[int, list[str], tuple[int, int], tuple[int, int], tuple[str | None, str | None],
+                                str | None]] = []
+        for i, item in enumerate(items):
+            try:
+                self._read(item, i)
+            except InputError as err:
+                raise InputError(f"{self._where(i, len(items))}: {err}") from err
+        self._annotate(len(items))
+        return [ex for ex in self._examples if ex is not None]
+
+    @staticmethod
+    def _where(slot: int, count: int) -> str:
+        return f"input {slot}" if count > 1 else "input"
+
+    def _check_length(self, count: int, exact: bool = True) -> None:
+        if self.max_tokens is not None and count > self.max_tokens:
+            what = "tokens" if exact else "words (at least as many tokens)"
+            raise InputError(f"{count} {what}, more than the limit of {self.max_tokens} tokens per input")
+
+    # -- one input --------------------------------------------------------------------------------
+    def _read(self, item: Any, slot: int) -> None:
+        from tacred.data.annotate import MarkerError, parse_markers, parse_offsets
+
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, Mapping):
+            raise InputError(f"expected a string or an object, found {type(item).__name__}")
+        ex_id = item.get("id")
+        if ex_id is not None and (isinstance(ex_id, bool) or not isinstance(ex_id, (str, int))):
+            raise InputError(f"'id' must be a string or an integer, found {ex_id!r}")
+        ex_id = None if ex_id is None else str(ex_id)
+        try:
+            if "subj_start" in item:
+                self._examples[slot] = self._tacred(item, slot)
+            elif "token" in item:
+                self._words.append(self._tokens(item, slot, ex_id))
+            elif "text" in item and ("h" in item or "t" in item):
+                text = _text(item)
+                (h, htype), (t, ttype) = _entity(item, "h"), _entity(item, "t")
+                record = {"text": text, "subj": list(h), "obj": list(t), "subj_type": htype, "obj_type": ttype}
+                marked, _, _ = parse_offsets({k: v for k, v in record.items() if v is not None})
+                self._check_length(len(text.split()), exact=False)
+                self._texts.append((slot, marked, ex_id))
+            elif "text" in item and ("subj" in item or "obj" in item):
+                marked, _, _ = parse_offsets({k: v for k, v in item.items() if k != "relation"})
+                self._check_length(len(marked.text.split()), exact=False)
+                self._texts.append((slot, marked, ex_id))
+            elif "text" in item:
+                marked = parse_markers(_text(item))
+                self._check_length(len(marked.text.split()), exact=False)
+                self._texts.append((slot, marked, ex_id))
+            else:
+                raise InputError("expected 'text' (a marked sentence or offsets), 'token' with 'h'/'t' (OpenNRE), "
+                                 f"or a TACRED example; found the keys {sorted(item)}")
+        except MarkerError as err:
+            raise InputError(str(err)) from err
+
+    def _tacred(self, item: Mapping[str, Any], slot: int) -> dict[str, Any]:
+        from tacred.data.examples import check_example
+
+        example = dict(item)
+        example["relation"] = self.no_relation  # a gold label, if any, plays no part in predicting
+        problem = check_example(example)
+        if problem:
+            raise InputError(problem)
+        self._check_length(len(example["token"]))
+        example.setdefault("id", f"#{slot}")
+        return example
+
+    def _tokens(self, item: Mapping[str, Any], slot: int, ex_id: str | None) -> tuple:
+        tokens = item["token"]
+        if not isinstance(tokens, list) or not tokens:
+            raise InputError(f"'token' must be a non-empty list of strings, found {tokens!r}")
+        for k, tok in enumerate(tokens):
+            if not isinstance(tok, str) or not tok.strip():
+                raise InputError(f"'token' has an empty or non-string token at position {k}: {tok!r}")
+        self._check_length(len(tokens))
+        (h, htype), (t, ttype) = _entity(item, "h"), _entity(item, "t")
+        spans = []
+        for key, (start, end) in (("h", h), ("t", t)):
+            if not 0 <= start < end <= len(tokens):
+                raise InputError(f"'{key}.pos' [{start}, {end}) does not fit {len(tokens)} tokens "
+                                 "(token indices, end-exclusive)")
+            spans.append((start, end - 1))
+        if spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1]:
+            raise InputError(f"'h.pos' {list(h)} and 't.pos' {list(t)} overlap")
+        return slot, list(tokens), spans[0], spans[1], (htype, ttype), ex_id
+
+    # -- spaCy, once for all inputs that need it ------------------------------------------------------
+    def _annotate(self, count: int) -> None:
+        from tacred.data.spacy_pipeline import SpanError, annotate_words, tacred_example, tokenize_with_spans
+
+        if self._texts:
+            nlp = self.nlp()
+            tokenized = []
+            for slot, marked, _ in self._texts:
+                try:
+                    tokenized.append(tokenize_with_spans(nlp, marked.text, [marked.subj, marked.obj]))
+                    self._check_length(len(tokenized[-1].words))
+                except (SpanError, InputError) as err:
+                    raise InputError(f"{self._where(slot, count)}: {err}") from err
+            annotations = annotate_words((t.words for t in tokenized), nlp, (t.spaces for t in tokenized))
+            for (slot, marked, ex_id), tok, ann in zip(self._texts, tokenized, annotations, strict=True):
+                self._examples[slot] = tacred_example(ex_id or f"#{slot}", ann, tok.spans[0], tok.spans[1],
+                                                      self.no_relation, marked.subj_type, marked.obj_type)
+        if self._words:
+            annotations = annotate_words((w for _, w, *_ in self._words), self.nlp())
+            for (slot, _, subj, obj, (stype, otype), ex_id), ann in zip(self._words, annotations, strict=True):
+                self._examples[slot] = tacred_example(ex_id or f"#{slot}", ann, subj, obj, self.no_relation,
+                                                      stype, otype)

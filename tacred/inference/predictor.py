@@ -1,0 +1,119 @@
+"""The predictor contract: one class for every backend. Inputs are read (:mod:`tacred.inference.inputs`), encoded
+(:mod:`tacred.inference.encoding`), run through a backend and turned into :class:`Prediction` objects
+(:mod:`tacred.inference.outputs`); a backend only runs the network.
+
+A backend has ``device`` (``cpu``, ``cuda``, ``cuda:N``) and ``probabilities(arrays) -> (B, L) float array`` for one
+batch of the encoder's arrays. :mod:`tacred.inference.torch_backend` runs a checkpoint's network with torch,
+:mod:`tacred.inference.onnx_backend` an exported ``model.onnx`` with ONNX Runtime (no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from tacred.inference.encoding import InputEncoder
+from tacred.inference.inputs import InputError, InputReader, as_items
+from tacred.inference.outputs import Prediction, predictions
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+    from tacred.inference.extract import Relation
+
+
+class Backend(Protocol):
+    device: str
+
+    def probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray: ...
+
+
+class Predictor:
+    """A trained model ready to predict (see :mod:`tacred.inference.inputs` for the accepted inputs).
+
+    Args:
+        encoder: turns TACRED dicts into the network's arrays (chosen by the checkpoint's or export's metadata).
+        backend: runs the network on a batch of arrays.
+        threshold: the no-relation threshold of :mod:`tacred.decision` (a number or a ``threshold.json``), or None.
+        spacy_model: spaCy pipeline for raw text (default: the first installed English model).
+        batch_size: examples per forward pass.
+        max_tokens: the most tokens an input may have (None: no limit).
+    """
+
+    def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
+                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = None) -> None:
+        from tacred.decision import load_threshold
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.encoder = encoder
+        self.backend = backend
+        self.threshold = None if threshold is None else load_threshold(threshold)
+        self.spacy_model = spacy_model
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self._nlp: Language | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.encoder.labels)
+
+    @property
+    def device(self) -> str:
+        return self.backend.device
+
+    @property
+    def nlp(self) -> Language:
+        """The spaCy pipeline, loaded on first use."""
+        if self._nlp is None:
+            from tacred.data.spacy_pipeline import load_spacy
+
+            self._nlp = load_spacy(self.spacy_model)
+        return self._nlp
+
+    # -- public -----------------------------------------------------------------------------------
+    def predict(self, inputs: Any) -> Prediction | list[Prediction]:
+        """One :class:`Prediction` for one input, a list for a list of inputs (a batch)."""
+        items, single = as_items(inputs)
+        found = self.predict_examples(self.to_examples(items))
+        return found[0] if single else found
+
+    def infer(self, item: Any) -> tuple[str, float]:
+        """OpenNRE's ``model.infer(item)``: ``(relation, probability)`` for one input."""
+        pred = self.predict(item)
+        if isinstance(pred, list):
+            raise InputError("infer takes one input; use predict for a list")
+        return pred.relation, pred.probability
+
+    def extract(self, text: str | Sequence[str], max_pairs: int = 100) -> list[Relation] | list[list[Relation]]:
+        """Relations in plain text: spaCy finds the entities (and nominals), every candidate subject/object pair is
+        predicted, and the pairs decided as a relation come back with character offsets
+        (:mod:`tacred.inference.extract`). One text gives a list; a list of texts, a list per text."""
+        from tacred.inference.extract import extract_relations
+
+        if isinstance(text, str):
+            return extract_relations(self, [text], max_pairs)[0]
+        if not isinstance(text, Sequence) or not all(isinstance(t, str) for t in text):
+            raise InputError(f"extract takes a string or a list of strings, found {type(text).__name__}")
+        return extract_relations(self, list(text), max_pairs)
+
+    def probabilities(self, examples: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Label probabilities (N, L) for TACRED dicts, in input order."""
+        encoded = self.encoder.encode(examples)
+        probs = np.zeros((len(encoded), len(self.labels)), dtype=np.float32)
+        for indices, arrays in encoded.batches(self.batch_size):
+            probs[indices] = self.backend.probabilities(arrays)
+        return probs
+
+    def predict_examples(self, examples: Sequence[Mapping[str, Any]]) -> list[Prediction]:
+        """Predictions for TACRED dicts (already validated, e.g. by :meth:`to_examples`)."""
+        if not examples:
+            return []
+        return predictions(examples, self.probabilities(examples), self.labels, self.encoder.no_relation,
+                           self.threshold)
+
+    def to_examples(self, items: Sequence[Any]) -> list[dict[str, Any]]:
+        """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
+        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read(items)
