@@ -165,6 +165,10 @@ def only_default_relation(model: RelationExtractor, data: EncodedSplit) -> bool:
 def attention_view(model: RelationExtractor, data: EncodedSplit, index: int, labelled: bool = True) -> AttentionView:
     """Run the model on example ``index`` alone (no padding) and keep every attention weight; ``labelled=False``
     leaves the gold label out (sentences that carry only the default relation, as ``tacred annotate`` writes)."""
+    if model.network_config.encoder == "transformer":
+        raise InspectionError("tacred plot attention draws the attention of the word-vocabulary networks (the paper's "
+                              "self-attention, the position-aware layer); this checkpoint is a transformer encoder, "
+                              "whose heads attend over sub-words and markers")
     model.eval()
     out = model(data.collate([index]).to(model.device))
     probs = torch.softmax(out.logits.float(), dim=-1)[0].cpu()  # (L,)

@@ -215,3 +215,10 @@ def test_ensembles_take_transformer_members(trained: Path, tmp_path: Path) -> No
     ensembles = json.loads((tmp_path / "ens" / "summary.json").read_text())["ensembles"]
     assert set(ensembles) == {"majority vote", "average probabilities"}
     assert all(0 <= ensembles[k]["test"]["f1"] <= 1 for k in ensembles)
+
+
+def test_attention_plots_say_they_are_for_the_word_networks(trained: Path, tmp_path: Path) -> None:
+    ran = run_in_process("plot", "attention", "--ckpt_path", str(trained / "checkpoints" / "last.ckpt"), "--index", "0",
+                         "--out", str(tmp_path / "a.png"), check=False)
+    assert ran.status == 2 and "this checkpoint is a transformer encoder" in ran.stderr
+    assert not (tmp_path / "a.png").exists()
