@@ -222,3 +222,12 @@ def test_attention_plots_say_they_are_for_the_word_networks(trained: Path, tmp_p
                          "--out", str(tmp_path / "a.png"), check=False)
     assert ran.status == 2 and "this checkpoint is a transformer encoder" in ran.stderr
     assert not (tmp_path / "a.png").exists()
+
+
+def test_ablation_tables_count_a_transformers_parameters(trained: Path) -> None:
+    from tacred.commands.ablate import count_parameters
+    from tacred.models.module import RelationExtractor
+
+    ckpt = trained / "checkpoints" / "last.ckpt"
+    net = RelationExtractor.from_checkpoint(ckpt).net
+    assert count_parameters(ckpt) == sum(p.numel() for p in net.parameters())  # every weight learns, no pooler

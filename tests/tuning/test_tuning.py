@@ -77,7 +77,12 @@ RECIPE_STUDY = {"paper": ("paper_60_epochs", "recheck_best.yaml", {}),
                 "best": ("pa_lstm", "best.yaml", {"data": {"use_lemmas": True}})}
 
 
-@pytest.mark.parametrize("recipe", sorted((REPO / "configs" / "semeval").glob("*.yaml")), ids=lambda p: p.stem)
+# the random-vector study's recipes (configs/semeval/glove.yaml sets the vectors and transformer.yaml is a recipe of its
+# own, both written by hand, not copied from a study)
+STUDY_RECIPES = [REPO / "configs" / "semeval" / f"{name}.yaml" for name in ("best", "pa_lstm", "paper")]
+
+
+@pytest.mark.parametrize("recipe", STUDY_RECIPES, ids=lambda p: p.stem)
 def test_a_tuned_recipe_is_its_studys_best_trial_and_a_config_fit_accepts(recipe: Path) -> None:
     """A recipe is one override file on configs/semeval.yaml: the study's other base configs (e.g. PA-LSTM's
     network) with its best (or re-checked best) trial's values on top."""
