@@ -114,7 +114,20 @@ results-semeval-glove: semeval-data
 	nice $(TACRED) ablate --config configs/semeval.yaml configs/semeval/transformer.yaml \
 	  --variants configs/semeval/transformer_lr/*.yaml --reference lr_1e_4 --seeds 1 --checkpoint last \
 	  --out $(GLOVE_OUT)/transformer_lr --runs_dir runs/results/transformer_lr $(until)
-	$(call tune_glove,pa_lstm) $(if $(wildcard configs/tune/semeval_glove_paper.yaml),& $(call tune_glove,paper) & wait,)
+	$(call tune_glove,pa_lstm) & $(call tune_glove,paper) & wait
+	@test -f configs/semeval/glove/paper.yaml -a -f configs/semeval/glove/pa_lstm.yaml || { echo "make \
+	  results-semeval-glove: configs/semeval/glove/{paper,pa_lstm}.yaml come from the finished studies \
+	  ($(GLOVE_OUT)/README.md)"; exit 2; }
+	$(call twice,$(FIVE_SEEDS_GLOVE))
+	$(call twice,$(ABLATION_GLOVE))
+
+FIVE_SEEDS_GLOVE = $(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/glove/paper.yaml \
+	  configs/semeval/glove/pa_lstm.yaml $(wildcard configs/semeval/glove/best.yaml) configs/semeval/transformer.yaml \
+	  --seeds 1 2 3 4 5 --checkpoint last --reference paper --out $(GLOVE_OUT)/five_seeds --runs_dir runs/results/semeval_glove \
+	  $(until)
+ABLATION_GLOVE = $(TACRED) ablate --config configs/semeval.yaml configs/semeval/glove/paper.yaml \
+	  --variants_dir configs/ablations --seeds 1 2 3 --checkpoint last --out $(GLOVE_OUT)/ablation \
+	  --runs_dir runs/results/glove_ablation $(until) --extra --num_threads 1
 
 # $(call tune_glove,SPACE)
 tune_glove = nice $(TACRED) tune --space configs/tune/semeval_glove_$(1).yaml --n_trials $(TRIALS) --recheck 3 \
