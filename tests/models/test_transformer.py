@@ -231,3 +231,31 @@ def test_ablation_tables_count_a_transformers_parameters(trained: Path) -> None:
     ckpt = trained / "checkpoints" / "last.ckpt"
     net = RelationExtractor.from_checkpoint(ckpt).net
     assert count_parameters(ckpt) == sum(p.numel() for p in net.parameters())  # every weight learns, no pooler
+
+
+@pytest.mark.slow  # a subprocess killed mid-run, then resumed
+def test_a_killed_transformer_run_resumes_to_the_same_numbers(demo_data: Path, tmp_path: Path,
+                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bert = write_tiny_bert(tmp_path_factory.mktemp("tiny_bert_resume"), corpus_words(demo_data))
+    args = ["fit", "--config", "configs/demo.yaml", "--data.data_dir", str(demo_data), *TRANSFORMER,
+            "--model.network.pretrained", str(bert), "--trainer.max_epochs", "4"]
+    run_in_process(*args, "--run_dir", str(tmp_path / "whole"))
+    cut = tmp_path / "cut"
+    env = {**os.environ, "WANDB_MODE": "offline", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tacred", *args, "--run_dir", str(cut)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not ((cut / "metrics.csv").is_file() and len((cut / "metrics.csv").read_text().splitlines()) >= 3):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before its second epoch"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    ran = run_in_process(*args, "--run_dir", str(cut))
+    assert "resuming from" in ran.stderr
+    assert (cut / "metrics.csv").read_text() == (tmp_path / "whole" / "metrics.csv").read_text()
