@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install test test-fast test-scale demo lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
+.PHONY: install test test-fast test-scale demo docs lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
 	results-semeval results-semeval-glove
 
 install: $(VENV)/.installed
@@ -44,6 +44,10 @@ test-fast: install
 # .ci/run installs it). Kept out of `make test` to hold it under 5 minutes on 2 cores; CI runs both.
 test-scale: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m scale
+
+# The documentation site (mkdocs.yml over docs/) into site/; a warning (a broken link, a missing page) fails it.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 lint: install
 	$(VENV)/bin/ruff check tacred tests benchmarks
@@ -137,4 +141,4 @@ bench: install
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) runs site .pytest_cache .ruff_cache

@@ -1,0 +1,140 @@
+"""The user docs hold: the MkDocs site builds without a warning, every ``tacred`` command line in a bash block of the
+README and the docs pages names a real command with options its parser accepts, and every Python block compiles
+(tests/test_api.py runs the README's ``load_model`` example)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def blocks(page: Path, language: str) -> list[str]:
+    """The fenced ``language`` blocks of a Markdown page."""
+    return re.findall(rf"^```{language}\n(.*?)^```", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+
+
+def command_lines(page: Path) -> list[list[str]]:
+    """The ``tacred`` invocations of a page's bash blocks as argument lists (continuations joined, comments, pipes
+    and leading ``VAR=value`` assignments removed), the command name first."""
+    found = []
+    for block in blocks(page, "bash"):
+        pending = ""
+        for line in block.replace("\\\n", " ").splitlines():
+            pending += line + "\n"
+            try:
+                words = shlex.split(pending, comments=True, posix=True)
+            except ValueError:  # a quoted string (`python -c "..."`) goes on over the next lines
+                continue
+            pending = ""
+            # a shell variable stands for a value the reader supplies ($N_TRIALS, $((50/N)))
+            words = ["1" if "$" in w and not w.startswith("--") else w for w in words]
+            segment: list[str] = []
+            for word in [*words, "|"]:
+                if word in ("|", "&", "&&", ";", "||"):
+                    while segment and re.fullmatch(r"[A-Z_]+=\S*", segment[0]):
+                        segment.pop(0)
+                    if segment and Path(segment[0]).name == "tacred":
+                        found.append(segment[1:])
+                    segment = []
+                else:
+                    segment.append(word)
+    return found
+
+
+@cache
+def lightning_options(command: str) -> frozenset[str]:
+    """Every option ``tacred COMMAND --help`` lists (Lightning's parser, with the project's own options)."""
+    from tacred.cli import run_lightning
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        run_lightning([command, "--help"])
+    return frozenset(re.findall(r"(--[A-Za-z_][\w.]*)", out.getvalue()))
+
+
+@cache
+def network_options() -> frozenset[str]:
+    """``--model.network.FIELD`` for every field of the network's configuration (the help lists the group only)."""
+    from dataclasses import fields
+
+    from tacred.models.config import NetworkConfig
+
+    return frozenset(f"--model.network.{f.name}" for f in fields(NetworkConfig))
+
+
+def check_lightning(command: str, args: list[str]) -> None:
+    known = lightning_options(command) | network_options()
+    unknown = [a.split("=", 1)[0] for a in args if a.startswith("--") and a.split("=", 1)[0] not in known]
+    assert not unknown, f"tacred {command}: options its parser does not know: {unknown}"
+
+
+def check_command(args: list[str]) -> None:
+    from tacred.cli import LIGHTNING_COMMANDS
+    from tacred.commands import COMMANDS
+    from tacred.errors import underscored
+
+    if not args or args[0].startswith("-"):  # `tacred --help`, `tacred --version`
+        assert not args or args[0] in ("-h", "--help", "-V", "--version"), f"tacred {shlex.join(args)}"
+        return
+    command, rest = args[0], underscored(args[1:], stop=None)
+    assert command in (*LIGHTNING_COMMANDS, *COMMANDS), f"tacred {command}: no such command"
+    if command == "predict" and "--sentences" in rest:
+        from tacred.commands.predict_raw import build_parser
+
+        build_parser().parse_args(rest)
+    elif command in LIGHTNING_COMMANDS:
+        check_lightning(command, rest)
+    else:
+        module = importlib.import_module(f"tacred.commands.{COMMANDS[command]}")
+        parser = module.build_parser() if hasattr(module, "build_parser") else module._parser()
+        if command == "ensemble":  # what its parser does not take goes to `tacred fit`
+            _, fit_args = parser.parse_known_args(rest)
+            check_lightning("fit", fit_args)
+        else:
+            parser.parse_args(rest)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_tacred_command_parses(page, capsys):
+    commands = command_lines(page)
+    for args in commands:
+        try:
+            check_command(args)
+        except SystemExit as stopped:  # argparse: an unknown option, a bad value
+            raise AssertionError(f"{page.name}: `tacred {shlex.join(args)}`: {capsys.readouterr().err}") from stopped
+    if page.name == "README.md":
+        assert len(commands) >= 7 and {a[0] for a in commands} >= {"fit", "test", "predict", "serve", "ablate"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_python_block_compiles(page):
+    for number, code in enumerate(blocks(page, "python"), 1):
+        compile(code, f"{page.name}, python block {number}", "exec")
+
+
+def test_the_readme_stays_short():
+    assert (REPO / "README.md").stat().st_size <= 15_000
+
+
+def test_the_site_builds_strictly(tmp_path):
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or "mkdocs"
+    done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})  # Material's notice about MkDocs 2
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "WARNING" not in done.stderr, done.stderr[-4000:]
+    assert (tmp_path / "site" / "index.html").is_file() and (tmp_path / "site" / "using" / "index.html").is_file()
