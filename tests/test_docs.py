@@ -126,6 +126,15 @@ def test_every_python_block_compiles(page):
         compile(code, f"{page.name}, python block {number}", "exec")
 
 
+def test_the_readme_links_resolve():
+    """README is read on the repository's page, outside the site: its relative links must name files that exist."""
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (REPO / "README.md").read_text(encoding="utf-8"))
+    local = [t for t in targets if "://" not in t]
+    assert len(local) >= 15
+    missing = [t for t in local if not (REPO / t).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
 def test_the_readme_stays_short():
     assert (REPO / "README.md").stat().st_size <= 15_000
 
