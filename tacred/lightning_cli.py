@@ -43,31 +43,25 @@ class ConfigInCheckpoint(SaveConfigCallback):
         checkpoint["tacred_config"] = self.parser.dump(config, skip_none=False)
 
 
-def _word_dim(network: Any) -> int:
-    """``model.network.word_dim`` as parsed (a namespace, in class_path/init_args form or not, a mapping or a
-    NetworkConfig; None: the default)."""
+def _network_field(network: Any, key: str) -> Any:
+    """``model.network.<key>`` as parsed (a namespace, in class_path/init_args form or not, a mapping or a
+    NetworkConfig), or the NetworkConfig default when it is not given."""
     from tacred.models.config import NetworkConfig
 
-    if network is None:
-        return NetworkConfig().word_dim
     if isinstance(network, dict | Namespace) and network.get("init_args") is not None:
         network = network["init_args"]  # class_path/init_args form
-    value = network.get("word_dim") if isinstance(network, dict | Namespace) else getattr(network, "word_dim", None)
-    return NetworkConfig().word_dim if value is None else value
+    value = network.get(key) if isinstance(network, dict | Namespace) else getattr(network, key, None)
+    return getattr(NetworkConfig(), key) if value is None else value
+
+
+def _word_dim(network: Any) -> int:
+    """The data module's ``embedding_dim``: the network's ``word_dim``."""
+    return _network_field(network, "word_dim")
 
 
 def _tokenizer(network: Any) -> str | None:
     """The data module's tokenizer: ``model.network.pretrained`` when the encoder is a transformer, else None."""
-    if network is None:
-        return None
-    if isinstance(network, dict | Namespace) and network.get("init_args") is not None:
-        network = network["init_args"]
-    get = network.get if isinstance(network, dict | Namespace) else (lambda key: getattr(network, key, None))
-    if get("encoder") != "transformer":
-        return None
-    from tacred.models.config import NetworkConfig
-
-    return get("pretrained") or NetworkConfig.pretrained
+    return _network_field(network, "pretrained") if _network_field(network, "encoder") == "transformer" else None
 
 
 def summary_depth(callbacks: Any) -> int:

@@ -64,7 +64,8 @@ class InputReader:
     """Reads inputs into TACRED dicts; those that need spaCy are collected and annotated together.
 
     Args:
-        no_relation: the model's no-relation label (the placeholder gold label of every example).
+        no_relation: the model's no-relation label, which every example read carries as its relation (predicting never
+            reads a gold label).
         nlp: a function that returns the spaCy pipeline, called only when an input needs it.
         max_tokens: the most tokens an input may have (None: no limit); longer inputs are an :class:`InputError`,
             found before spaCy runs where the text alone shows it (spaCy never makes fewer tokens than there are
