@@ -56,9 +56,10 @@ def _train(model: Any, dm: Any, steps: int) -> float:
     """Sentences/s over ``steps`` AdamW (transformer) or SGD steps after two warm-up steps."""
     import torch.nn.functional as F
 
+    from tacred.data.batching import BucketBatchSampler
+
     split = dm.encoded("train")
-    batches = list(__import__("tacred.data.batching", fromlist=["x"]).BucketBatchSampler(
-        split.lengths, BATCH, shuffle=True, seed=0))[: steps + 2]
+    batches = list(BucketBatchSampler(split.lengths, BATCH, shuffle=True, seed=0))[: steps + 2]
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=5e-5) if model.network_config.encoder == "transformer" else \
         torch.optim.SGD(params, lr=0.1)
@@ -89,7 +90,9 @@ def _infer_torch(model: Any, split: Any, batches: list[list[int]], repeats: int)
     return sum(len(b) for b in batches) / median(times[1:])
 
 
-def _infer_onnx(model: Any, split: Any, batches: list[list[int]], repeats: int, threads: int, scratch: Path) -> float:
+def _infer_onnx(model: Any, split: Any, batches: list[list[int]], repeats: int, threads: int, scratch: Path,
+                fused: bool = False) -> float:
+    """Sentences/s of the exported graph; ``fused``: after ONNX Runtime's BERT fusions (attention, layer norms, GELU)."""
     import onnxruntime as ort
 
     from tacred.export import batch_inputs, export_onnx
@@ -97,6 +100,12 @@ def _infer_onnx(model: Any, split: Any, batches: list[list[int]], repeats: int, 
     path = scratch / f"{model.network_config.encoder}.onnx"
     model.net.eval()
     export_onnx(model, split, path)
+    if fused:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        config = model.net.encoder.config
+        optimize_model(str(path), model_type="bert", num_heads=config.num_attention_heads,
+                       hidden_size=config.hidden_size).save_model_to_file(str(path))
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -123,7 +132,8 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         batches = _batches(split, limit)
         with tempfile.TemporaryDirectory(prefix="tacred-bench-onnx-") as scratch:
             rate = (_infer_torch(model, split, batches, 1 if quick else 3) if task["what"] == "pytorch" else
-                    _infer_onnx(model, split, batches, 1 if quick else 3, task["threads"], Path(scratch)))
+                    _infer_onnx(model, split, batches, 1 if quick else 3, task["threads"], Path(scratch),
+                                fused=task["what"] == "onnxruntime_fused"))
     return {"sentences_per_s": rate, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -174,11 +184,26 @@ def run(quick: bool = False) -> Table:
     return table
 
 
+def fusion() -> str:
+    """MiniLM's export at 2 threads as written and after ONNX Runtime's BERT fusions (``--fusion``)."""
+    with tempfile.TemporaryDirectory(prefix="tacred-bench-fusion-") as scratch:
+        data = benchmark_data(False, Path(scratch))
+        rows = []
+        for what in ("onnxruntime", "onnxruntime_fused"):
+            got = _run_worker({"kind": "transformer", "what": what, "threads": 2, "data_dir": str(data.data_dir),
+                               "pretrained": "minilm", "quick": False})
+            rows.append(f"| {what} | {got['sentences_per_s']:.0f} |")
+    return "\n".join(["| MiniLM inference, 2 threads | sentences/s |", "|---|---:|", *rows, "", machine_line()])
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["--worker"]:
         print(json.dumps(worker(json.loads(argv[1]))))
+        return 0
+    if argv[:1] == ["--fusion"]:
+        print(fusion())
         return 0
     return script_main(run, "benchmarks/transformer.py", __doc__, argv)
 

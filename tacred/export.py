@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from tacred.data.vocab import Vocabularies
 
 __all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
-INPUTS = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
 OPSET = 17
 
 
@@ -39,10 +38,10 @@ class ExportError(RuntimeError):
 def batch_inputs(batch: Any) -> dict[str, np.ndarray]:
     """The ONNX model's inputs for a batch (a :class:`~tacred.data.batching.Batch` or a transformer's
     :class:`~tacred.data.markers.MarkedBatch`)."""
-    from tacred.data.markers import MarkedBatch
-    from tacred.models.trained import MarkedProbabilityNetwork
+    from tacred.data.features import WORD_INPUTS
+    from tacred.data.markers import MARKED_INPUTS, MarkedBatch
 
-    names = MarkedProbabilityNetwork.inputs if isinstance(batch, MarkedBatch) else INPUTS
+    names = MARKED_INPUTS if isinstance(batch, MarkedBatch) else WORD_INPUTS
     return {name: getattr(batch, name).numpy() for name in names}
 
 
@@ -223,7 +222,7 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
     import torch
     import yaml
 
-    from tacred.data.batching import encode_split
+    from tacred.data.batching import encode_split, probe_examples
     from tacred.data.examples import load_examples
     from tacred.inference.encoding import default_encoder
 
@@ -246,7 +245,7 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
             examples = load_examples(Path(split_file), strict=True).examples
             examples = [ex if ex.relation in vocab.labels else _relabelled(ex, vocab.no_relation) for ex in examples]
         else:  # nothing to compare on: a few synthetic sentences still check the graph
-            examples = _probe_examples(vocab)
+            examples = probe_examples(vocab)
         data = encode_split(examples, vocab, source=str(split_file or "probe sentences"))
         start = time.perf_counter()
         export_onnx(model, data, out / "model.onnx")
@@ -266,17 +265,3 @@ def _relabelled(ex: Example, label: str) -> Example:
     from dataclasses import replace
 
     return replace(ex, relation=label)
-
-
-def _probe_examples(vocab: Vocabularies) -> list[Example]:
-    """Sentences of several lengths made of the vocabulary's own words, for checking an export without data."""
-    from tacred.data.examples import Example
-
-    words = [w for w in vocab.words.itos[2:50]] or ["word"]
-    out = []
-    for n, length in enumerate((3, 7, 12, 25, 40)):
-        tokens = tuple(words[(n + k) % len(words)] for k in range(length))
-        out.append(Example(id=f"probe-{n}", tokens=tokens, subj_start=0, subj_end=0, obj_start=length - 1,
-                           obj_end=length - 1, subj_type="PERSON", obj_type="ORGANIZATION", pos=("NN",) * length,
-                           ner=("O",) * length, relation=vocab.no_relation))
-    return out

@@ -106,13 +106,10 @@ def count_parameters(checkpoint: Path) -> int:
 
     model = RelationExtractor.from_checkpoint(checkpoint)
     v = model.vocab
-    if v.tokenizer is not None:  # the transformer: two short sentences through its own tokenizer
-        from tacred.data.batching import encode_split
-        from tacred.data.examples import Example
+    if v.tokenizer is not None:  # the transformer: two probe sentences through its own tokenizer
+        from tacred.data.batching import encode_split, probe_examples
 
-        probes = [Example(f"probe-{n}", ("alice", "works", "for", "acme", ".")[: 5 - n], 0, 0, 3 - n, 3 - n, "PERSON",
-                          "ORGANIZATION", ("NN",) * (5 - n), ("O",) * (5 - n), v.no_relation) for n in (0, 1)]
-        return trainable_parameters(model.net, encode_split(probes, v, "probe").collate([0, 1]))
+        return trainable_parameters(model.net, encode_split(probe_examples(v)[:2], v, "probe").collate([0, 1]))
     return trainable_parameters(model.net, probe_batch(len(v.words), len(v.pos), len(v.ner), len(v.labels)))
 
 

@@ -78,6 +78,19 @@ def encode_split(examples: Sequence[Example], vocab: Vocabularies, source: str =
     return EncodedSplit(examples, vocab, source)
 
 
+def probe_examples(vocab: Vocabularies) -> list[Example]:
+    """Sentences of several lengths made of the vocabulary's own words: what checks an export when there is no data
+    and what probes a network's parameters."""
+    words = [w for w in vocab.words.itos[2:50]] or ["word"]
+    out = []
+    for n, length in enumerate((3, 7, 12, 25, 40)):
+        tokens = tuple(words[(n + k) % len(words)] for k in range(length))
+        out.append(Example(id=f"probe-{n}", tokens=tokens, subj_start=0, subj_end=0, obj_start=length - 1,
+                           obj_end=length - 1, subj_type="PERSON", obj_type="ORGANIZATION", pos=("NN",) * length,
+                           ner=("O",) * length, relation=vocab.no_relation))
+    return out
+
+
 class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     """Batches of similar length: cheap padding, deterministic for a seed and epoch, sharded across ranks.
 

@@ -13,6 +13,8 @@ from tacred.data.vocab import Vocabularies
 # the id arrays of one example, in the order of the network's inputs (ONNX input names: FEATURE_INPUTS)
 FEATURES = ("words", "pos", "ner", "subj", "obj")
 FEATURE_INPUTS = {"words": "words", "pos": "pos", "ner": "ner", "subj": "subj_positions", "obj": "obj_positions"}
+# the named arrays a word-vocabulary network takes (and its ONNX graph's input names), in order
+WORD_INPUTS = (*FEATURE_INPUTS.values(), "pad_mask")
 
 
 class LemmaMissing(ValueError):

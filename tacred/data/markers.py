@@ -138,6 +138,10 @@ def pad_marked(tokens: Sequence[np.ndarray], subj: np.ndarray, obj: np.ndarray, 
     return {"input_ids": input_ids, "pad_mask": pad, "subj_marker": subj[rows], "obj_marker": obj[rows]}
 
 
+# the named arrays the transformer takes (and its ONNX graph's input names), in order
+MARKED_INPUTS = ("input_ids", "pad_mask", "subj_marker", "obj_marker")
+
+
 @dataclass
 class MarkedBatch:
     """A padded batch for the transformer: (B, T) sub-word ids and padding mask (True at padding), (B,) the rest."""

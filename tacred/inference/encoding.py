@@ -18,7 +18,15 @@ import numpy as np
 
 from tacred.constants import PAD, UNK
 from tacred.data.examples import Example
-from tacred.data.features import FEATURE_INPUTS, LemmaMissing, encode_example, length_batches, pad_features
+from tacred.data.features import (
+    FEATURE_INPUTS,
+    WORD_INPUTS,
+    LemmaMissing,
+    encode_example,
+    length_batches,
+    pad_features,
+)
+from tacred.data.markers import MARKED_INPUTS
 from tacred.data.vocab import Vocabularies
 from tacred.inference.inputs import InputError
 
@@ -67,7 +75,7 @@ class WordEncoder:
     as :class:`tacred.data.batching.EncodedSplit` encodes them for training and ``tacred test``."""
 
     kind = "words"
-    inputs = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
+    inputs = WORD_INPUTS
 
     def __init__(self, vocab: Vocabularies) -> None:
         self.vocab = vocab
@@ -98,7 +106,7 @@ class MarkedEncoder(WordEncoder):
     positions of the two opening markers; POS and NER tags play no part. Needs the ``tokenizers`` library, not torch."""
 
     kind = "typed_markers"
-    inputs = ("input_ids", "pad_mask", "subj_marker", "obj_marker")
+    inputs = MARKED_INPUTS
 
     def __init__(self, vocab: Vocabularies) -> None:
         from tacred.data.markers import TypedMarkers

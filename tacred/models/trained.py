@@ -17,6 +17,8 @@ import torch
 from torch import nn
 
 from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
+from tacred.data.features import WORD_INPUTS
+from tacred.data.markers import MARKED_INPUTS
 from tacred.data.vocab import Vocabularies
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
@@ -116,7 +118,7 @@ class MarkedProbabilityNetwork(nn.Module):
     """The transformer as a function of the arrays of :class:`tacred.inference.encoding.MarkedEncoder`: ``input_ids``
     and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,) → label probabilities (B, L)."""
 
-    inputs = ("input_ids", "pad_mask", "subj_marker", "obj_marker")
+    inputs = MARKED_INPUTS
 
     def __init__(self, net: nn.Module) -> None:
         super().__init__()
@@ -137,7 +139,7 @@ class ProbabilityNetwork(nn.Module):
     :class:`tacred.inference.encoding.WordEncoder`) to label probabilities (B, L): what the torch backend runs and
     what ``tacred export`` writes as ``model.onnx``, so both compute the same function."""
 
-    inputs = ("words", "pos", "ner", "subj_positions", "obj_positions", "pad_mask")
+    inputs = WORD_INPUTS
 
     def __init__(self, net: nn.Module) -> None:
         super().__init__()
