@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Table, benchmark_data, human_bytes, machine_line, script_main  # noqa: E402
 
 from tacred.data.batching import BucketBatchSampler, EncodedSplit  # noqa: E402
-from tacred.data.datamodule import TacredDataModule  # noqa: E402
 from tacred.data.examples import load_examples  # noqa: E402
 from tacred.data.glove import build_embedding_matrix  # noqa: E402
 from tacred.data.vocab import build_vocabularies  # noqa: E402
+from tacred.training.datamodule import TacredDataModule  # noqa: E402
 
 T = TypeVar("T")
 

@@ -30,9 +30,9 @@ from common import (  # noqa: E402
 )
 
 from tacred.data.batching import BucketBatchSampler, EncodedSplit  # noqa: E402
-from tacred.data.datamodule import TacredDataModule  # noqa: E402
 from tacred.models.config import NetworkConfig  # noqa: E402
-from tacred.models.module import RelationExtractor  # noqa: E402
+from tacred.training.datamodule import TacredDataModule  # noqa: E402
+from tacred.training.module import RelationExtractor  # noqa: E402
 
 
 def batched_throughput(model: RelationExtractor, split: EncodedSplit, batch_size: int, precision: str,

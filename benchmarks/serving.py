@@ -22,10 +22,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import QUICK_NETWORK, Table, benchmark_data, machine_line, median, percentile  # noqa: E402
 
-from tacred.data.datamodule import TacredDataModule  # noqa: E402
 from tacred.models.config import NetworkConfig  # noqa: E402
-from tacred.models.module import RelationExtractor  # noqa: E402
-from tacred.server_process import rss_mib, serve_in_background  # noqa: E402
+from tacred.serving.process import rss_mib, serve_in_background  # noqa: E402
+from tacred.training.datamodule import TacredDataModule  # noqa: E402
+from tacred.training.module import RelationExtractor  # noqa: E402
 
 
 def random_checkpoint(data_dir: Path, labels: Path, out: Path, network: NetworkConfig | None = None) -> Path:

@@ -163,7 +163,7 @@ def fit_args(data: BenchData, run_dir: Path, precision: str, threads: int, epoch
 def train(data: BenchData, precision: str, threads: int, epochs: int, callbacks: list[Callback],
           extra: list[str] | None = None) -> None:
     """Run ``tacred fit`` in this process (a fresh run folder in a temporary directory) with ``callbacks``."""
-    from tacred.lightning_cli import TacredCLI
+    from tacred.training.cli import TacredCLI
 
     before = torch.get_num_threads()
     with tempfile.TemporaryDirectory(prefix="tacred-bench-") as tmp, _quiet_lightning():

@@ -28,9 +28,9 @@ BATCH = 32  # the transformer recipe's batch size, for training and inference al
 
 
 def _model(kind: str, data_dir: Path, pretrained: str, quick: bool) -> Any:
-    from tacred.data.datamodule import TacredDataModule
     from tacred.models.config import NetworkConfig
-    from tacred.models.module import RelationExtractor
+    from tacred.training.datamodule import TacredDataModule
+    from tacred.training.module import RelationExtractor
 
     torch.manual_seed(0)
     if kind == "transformer":
@@ -95,7 +95,7 @@ def _infer_onnx(model: Any, split: Any, batches: list[list[int]], repeats: int, 
     """Sentences/s of the exported graph; ``fused``: after ONNX Runtime's BERT fusions (attention, layer norms, GELU)."""
     import onnxruntime as ort
 
-    from tacred.export import batch_inputs, export_onnx
+    from tacred.inference.export import batch_inputs, export_onnx
 
     path = scratch / f"{model.network_config.encoder}.onnx"
     model.net.eval()

@@ -1,6 +1,6 @@
 """tacred: position-aware self-attention (Bilan & Roth, 2018) for sentence-level relation extraction.
 
-``from tacred import load_model`` gives the prediction API (:mod:`tacred.api`); it is imported on first use so that
+``from tacred import load_model`` gives the prediction API (:mod:`tacred.inference.api`); it is imported on first use so that
 ``import tacred`` (and the ``tacred`` command) stays fast.
 """
 
@@ -12,7 +12,7 @@ __all__ = ["Prediction", "Predictor", "load_model"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from tacred import api
+        from tacred.inference import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'tacred' has no attribute {name!r}")

@@ -128,7 +128,7 @@ def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -
 
 def trained_seconds(ckpt: Mapping[str, Any]) -> float | None:
     """Seconds of training up to this checkpoint, over every leg of a resumed run, as the fit's ``Timer`` callback
-    stored them (:class:`tacred.lightning_cli.TacredCLI` adds one); None for a checkpoint written without one."""
+    stored them (:class:`tacred.training.cli.TacredCLI` adds one); None for a checkpoint written without one."""
     state = (ckpt.get("callbacks") or {}).get("Timer")  # Lightning's Timer keeps its state under its class name
     seconds = (state.get("time_elapsed") or {}).get("train") if isinstance(state, Mapping) else None
     return None if seconds is None else float(seconds)

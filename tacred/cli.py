@@ -116,13 +116,14 @@ def _predict_route(argv: list[str]) -> int | None:
 def run_lightning(argv: list[str]) -> int:
     """Run a Lightning sub-command; a failed command removes what it added to the run folder (see
     :class:`tacred.errors.RunFolderGuard`), and its error reaches :func:`main` as one line."""
-    from tacred.config_files import check_config_files
-    from tacred.errors import RunFolderGuard, underscored
+    from tacred.commands.parsing import underscored
+    from tacred.training.config_files import check_config_files
+    from tacred.training.run_folder import RunFolderGuard
 
     # `--run-dir` is `--run_dir`, as for the argparse commands (whose parser, OneLineParser, does the same)
     argv = [argv[0], *underscored(argv[1:], stop=None)]
 
-    from tacred.quiet import tacred_log_lines
+    from tacred.training.quiet import tacred_log_lines
 
     guard = RunFolderGuard()
     with tacred_log_lines():
@@ -148,7 +149,7 @@ def run_lightning(argv: list[str]) -> int:
                 argv = with_checkpoint_config(argv, checkpoint)
             import warnings
 
-            from tacred.lightning_cli import TacredCLI
+            from tacred.training.cli import TacredCLI
 
             warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
 

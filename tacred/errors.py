@@ -6,14 +6,10 @@ Every error a user can fix derives from :class:`TacredError`; :func:`report` tur
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import shutil
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
 
 USER_ERROR_STATUS = 2
 INTERNAL_ERROR_STATUS = 1
@@ -114,64 +110,3 @@ def decode_text(data: bytes, name: str, what: str = "") -> str:
         label = f"{what} " if what else ""
         raise TacredError(f"{label}{name}, line {line}: not UTF-8 text (byte {data[err.start:err.start + 1]!r} "
                           f"at offset {err.start}); convert the file to UTF-8") from None
-
-
-class RunFolderGuard:
-    """Remembers what a run folder held before a command, to remove what a failed command added.
-
-    Nothing is removed once a checkpoint was written: a run that trained for a while can still be resumed.
-    """
-
-    def __init__(self) -> None:
-        self.folder: Path | None = None
-        self.before: set[Path] | None = None  # None: the folder did not exist
-
-    def snapshot(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self.before = set(self.folder.rglob("*")) if self.folder.is_dir() else None
-
-    def undo(self) -> None:
-        """Remove the files and folders created since :meth:`snapshot` unless a checkpoint is among them."""
-        if self.folder is None or not self.folder.is_dir():
-            return
-        added = set(self.folder.rglob("*")) - (self.before or set())
-        if any(p.suffix == ".ckpt" for p in added):
-            return
-        if self.before is None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            return
-        for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
-
-
-_HYPHENATED_OPTION = re.compile(r"--[A-Za-z][A-Za-z0-9_.]*-[A-Za-z0-9_.-]*")
-
-
-def underscored(args: Sequence[str], stop: str | None = "--extra") -> list[str]:
-    """Option names with underscores, as Lightning spells them (``--ckpt_path``): ``--n-trials`` and ``--n_trials``
-    are the same option. Values are kept as given; nothing after ``stop`` (``--extra``: options handed on to
-    ``tacred fit``) is touched."""
-    out = list(args)
-    for i, arg in enumerate(out):
-        if arg == stop:
-            break
-        name, sep, value = arg.partition("=")
-        if _HYPHENATED_OPTION.fullmatch(name):
-            out[i] = name.replace("-", "_").replace("__", "--", 1) + sep + value
-    return out
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse for tacred's commands: a bad option or value is one line on stderr and exit status 2, not a usage dump
-    (``--help`` still prints the whole usage). Options are spelled with underscores; the hyphen spelling is accepted
-    (:func:`underscored`)."""
-
-    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
-        return super().parse_known_args(underscored(sys.argv[1:] if args is None else args), namespace)
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(USER_ERROR_STATUS)

@@ -603,7 +603,7 @@ def test_a_checkpoint_that_would_run_code_is_refused(tmp_path, capsys):
 
 def test_a_real_checkpoint_loads_with_weights_only(workspace: Workspace):
     from tacred.checkpoints import read_checkpoint
-    from tacred.models.module import RelationExtractor
+    from tacred.training.module import RelationExtractor
 
     ckpt = read_checkpoint(workspace.checkpoint)
     assert ckpt["tacred_vocab"]["labels"][0] == "no_relation"

@@ -174,7 +174,7 @@ def test_an_unknown_option_is_one_line_not_a_usage_dump(argv, command, capsys):
 
 def test_tool_options_accept_the_hyphen_spelling_and_leave_extra_options_alone(tmp_path):
     from tacred.cli import main
-    from tacred.errors import underscored
+    from tacred.commands.parsing import underscored
 
     assert main(["convert", "synthetic", str(tmp_path / "a"), "--n-train", "7", "--n_dev", "3", "--n-test=2"]) == 0
     assert [len(json.loads((tmp_path / "a" / f"{s}.json").read_text())) for s in ("train", "dev", "test")] == [7, 3, 2]

@@ -1,6 +1,6 @@
 """The user docs hold: the MkDocs site builds without a warning, every ``tacred`` command line in a bash block of the
 README and the docs pages names a real command with options its parser accepts, and every Python block compiles
-(tests/test_api.py runs the README's ``load_model`` example)."""
+(tests/inference/test_api.py runs the README's ``load_model`` example)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def check_lightning(command: str, args: list[str]) -> None:
 def check_command(args: list[str]) -> None:
     from tacred.cli import LIGHTNING_COMMANDS
     from tacred.commands import COMMANDS
-    from tacred.errors import underscored
+    from tacred.commands.parsing import underscored
 
     if not args or args[0].startswith("-"):  # `tacred --help`, `tacred --version`
         assert not args or args[0] in ("-h", "--help", "-V", "--version"), f"tacred {shlex.join(args)}"

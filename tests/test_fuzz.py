@@ -133,7 +133,7 @@ label_lines = st.lists(st.sampled_from(["per:title", "no_relation", "org:founded
 @FUZZ
 @given(gold=label_lines | st.binary(max_size=60), pred=label_lines | st.binary(max_size=60))
 def test_the_scorer_readers_return_labels_or_a_label_error(tmp_path, gold, pred):
-    from tacred.scoring import check_predicted_labels, read_aligned, score
+    from tacred.evaluation.scoring import check_predicted_labels, read_aligned, score
 
     gold_path, pred_path = _write(tmp_path / "gold.txt", gold), _write(tmp_path / "pred.txt", pred)
     try:
@@ -220,7 +220,7 @@ def test_network_validation_builds_a_config_or_raises_a_config_error(values):
                               scalars | st.lists(st.sampled_from(["no_relation", "per:title", "x"]), max_size=3),
                               max_size=4))
 def test_training_and_data_validation_accepts_or_raises_a_config_error(values):
-    from tacred.validation import check_data, check_module
+    from tacred.training.validation import check_data, check_module
 
     try:
         check_module(values)
@@ -237,7 +237,7 @@ def test_training_and_data_validation_accepts_or_raises_a_config_error(values):
                                                              "data: {", "a: [1", "b: &x 1", "c: *y", "'"]),
                                            max_size=5).map("\n".join))
 def test_the_config_reader_returns_yaml_or_a_config_error(tmp_path, text):
-    from tacred.config_files import check_config_files
+    from tacred.training.config_files import check_config_files
 
     path = tmp_path / "config.yaml"
     path.write_text(text, encoding="utf-8")

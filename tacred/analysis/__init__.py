@@ -1,3 +1,2 @@
-"""Looking at trained models and their results, without training: per-example predictions and attention
-(``inspection``), ensembles over seeds (``ensemble``), paired significance tests (``significance``), the ablation
-sweep and its tables (``ablation``), results stored as data (``results``) and the pictures (``plots``)."""
+"""Looking at trained models: per-example predictions and attention weights of a checkpoint over a split
+(``inspection``) and the figures drawn from them (``plots``)."""

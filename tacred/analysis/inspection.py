@@ -16,10 +16,10 @@ import torch
 from tacred.data.batching import EncodedSplit
 from tacred.data.examples import Example
 from tacred.errors import TacredError
+from tacred.evaluation.scoring import Score, score
+from tacred.evaluation.threshold import apply_threshold
 from tacred.io import read_csv_rows
-from tacred.models.module import RelationExtractor
-from tacred.scoring import Score, score
-from tacred.threshold import apply_threshold
+from tacred.training.module import RelationExtractor
 
 
 class InspectionError(TacredError, ValueError):
@@ -36,7 +36,7 @@ def datamodule_for(ckpt_path: str | Path, data_dir: str | None = None, file: str
     """The checkpoint's data module (its saved data options and its own vocabularies); ``data_dir`` moves the
     split files, ``file`` becomes the ``predict`` split."""
     from tacred.checkpoints import read_checkpoint
-    from tacred.data.datamodule import TacredDataModule
+    from tacred.training.datamodule import TacredDataModule
 
     saved = dict(read_checkpoint(ckpt_path).get("datamodule_hyper_parameters") or {})
     saved.update(vocab_path=str(ckpt_path), glove_path=None)
@@ -77,7 +77,7 @@ class SplitPredictions:
         return [ex.id for ex in self.examples]
 
     def predicted(self, threshold: float | None = None) -> np.ndarray:
-        """Predicted label ids (N,): the argmax, or the no-relation rule of :mod:`tacred.threshold`."""
+        """Predicted label ids (N,): the argmax, or the no-relation rule of :mod:`tacred.evaluation.threshold`."""
         return apply_threshold(self.probs, self.no_relation_id, threshold).numpy()
 
     def names(self, ids: Sequence[int] | np.ndarray) -> list[str]:
@@ -193,7 +193,7 @@ class TrainingCurves:
 
 def read_training_curves(path: str | Path) -> TrainingCurves:
     """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger: one row per epoch
-    (:class:`tacred.loggers.EpochRowWriter`), or Lightning's layout of one row per logged item, where learning-rate
+    (:class:`tacred.training.loggers.EpochRowWriter`), or Lightning's layout of one row per logged item, where learning-rate
     rows have no epoch and are placed by their step."""
     path = Path(path)
     if path.is_dir():

@@ -15,8 +15,8 @@ from matplotlib.ticker import MaxNLocator
 
 from tacred.analysis.inspection import AttentionView, TrainingCurves
 from tacred.errors import TacredError
-from tacred.scoring import Score
-from tacred.threshold import Scores, Sweep
+from tacred.evaluation.scoring import Score
+from tacred.evaluation.threshold import Scores, Sweep
 
 SUBJECT_COLOR = "#1f5fbf"
 OBJECT_COLOR = "#d62728"

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacred.analysis.ablation import (
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
+from tacred.experiments.ablation import (
     FIT_DONE_FILE,
     RESULT_FILE,
     AblationError,
@@ -33,7 +35,6 @@ from tacred.analysis.ablation import (
     write_result,
     write_tables,
 )
-from tacred.errors import OneLineParser, report
 from tacred.io import write_json
 
 HELP = "train and test each ablation variant over several seeds and tabulate P/R/F1 (the paper's Table 3)"
@@ -102,7 +103,7 @@ def run_command(cmd: Sequence[str], log: Path) -> int:
 
 def count_parameters(checkpoint: Path) -> int:
     """Trainable parameters (those that receive gradients) of the model saved in ``checkpoint``."""
-    from tacred.models.module import RelationExtractor
+    from tacred.training.module import RelationExtractor
 
     model = RelationExtractor.from_checkpoint(checkpoint)
     v = model.vocab
@@ -120,8 +121,8 @@ def _failed(variant: Variant, seed: int, command: str, log: Path, lines: int = 1
 
 
 def evaluate_run(checkpoint: Path) -> Any:
-    """The checkpoint's test probabilities (:func:`tacred.analysis.results.evaluate`)."""
-    from tacred.analysis.results import evaluate
+    """The checkpoint's test probabilities (:func:`tacred.experiments.results.evaluate`)."""
+    from tacred.experiments.results import evaluate
 
     return evaluate(checkpoint, "test")
 
@@ -130,7 +131,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     """Fit (unless ``fit.done``), predict the test split and store ``result.json`` for one variant and seed."""
     import yaml
 
-    from tacred.analysis.results import git_commit, provenance, save_probabilities, test_record
+    from tacred.experiments.results import git_commit, provenance, save_probabilities, test_record
 
     run = run_dir(args.runs_dir or args.out, variant.name, seed)
     run.mkdir(parents=True, exist_ok=True)
@@ -181,7 +182,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
 def render(args: argparse.Namespace, names: list[str] | None) -> int:
     from dataclasses import replace
 
-    from tacred.analysis.results import (
+    from tacred.experiments.results import (
         CURVES_FILE,
         dev_curves,
         plot_dev_curves,

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from tacred.errors import OneLineParser, read_text, report
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import read_text, report
 
 HELP = "Turn raw sentences with marked subject/object into TACRED JSON with spaCy."
 

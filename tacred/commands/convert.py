@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tacred.errors import OneLineParser, report
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
 
 HELP = "Convert public data (SemEval-2010 Task 8) or generate the demo corpus in TACRED format."
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tacred.analysis.ensemble import SPLITS, EnsembleError, run_ensemble, train_members
-from tacred.errors import OneLineParser, report
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
+from tacred.experiments.ensemble import SPLITS, EnsembleError, run_ensemble, train_members
 
 HELP = "Train K seeds (or take K checkpoints) and score each member, their mean ± std, and two ensembles."
 

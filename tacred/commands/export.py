@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tacred.errors import OneLineParser
+from tacred.commands.parsing import OneLineParser
 
 HELP = "Export a trained model: ONNX (checked against PyTorch), weights, vocabularies, config and a model card."
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from tacred.data.examples import DataFormatError
 
     try:
-        from tacred.export import ExportError, export_folder
+        from tacred.inference.export import ExportError, export_folder
     except ImportError as err:  # pragma: no cover - torch.onnx is part of torch
         print(f"tacred export: error: {err}", file=sys.stderr)
         return 2
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
               "pip install -e '.[export]'", file=sys.stderr)
         return 2
     from tacred.checkpoints import resolve_checkpoint
-    from tacred.quiet import tacred_log_lines
+    from tacred.training.quiet import tacred_log_lines
 
     try:
         with tacred_log_lines():

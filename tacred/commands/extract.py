@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tacred.errors import OneLineParser
+from tacred.commands.parsing import OneLineParser
 
 HELP = "Find relations in plain text: spaCy's entities, every candidate pair predicted, JSON Lines out."
 
@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _extract(args: argparse.Namespace, texts: list[tuple[int, str]], source: str) -> int:
-    from tacred.api import load_model
     from tacred.data.spacy_pipeline import SpacyModelError
     from tacred.errors import TacredError
-    from tacred.quiet import tacred_log_lines
+    from tacred.inference.api import load_model
+    from tacred.training.quiet import tacred_log_lines
 
     with tacred_log_lines():
         try:

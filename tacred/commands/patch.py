@@ -7,6 +7,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+from tacred.commands.parsing import OneLineParser
 from tacred.data.patch import (
     MODES,
     RETACRED_SPLIT_SIZES,
@@ -19,7 +20,7 @@ from tacred.data.patch import (
     read_split,
     write_split,
 )
-from tacred.errors import OneLineParser, report
+from tacred.errors import report
 
 HELP = "Apply a TACREV or Re-TACRED patch (keyed by example id) to a TACRED split."
 

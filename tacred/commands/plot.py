@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tacred.errors import OneLineParser, TacredError, report
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import TacredError, report
 
 HELP = "Draw attention heatmaps, confusion matrices, per-relation scores, training curves or PR curves as PNG."
 KINDS = ("attention", "confusion", "relations", "curves", "pr")
@@ -75,8 +76,8 @@ def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
 def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     """Build the requested figure; return it with its default output path."""
     from tacred.analysis import inspection, plots
-    from tacred.scoring import read_aligned, read_predictions_with_gold, read_score, score
-    from tacred.threshold import load_threshold, micro_scores, sweep
+    from tacred.evaluation.scoring import read_aligned, read_predictions_with_gold, read_score, score
+    from tacred.evaluation.threshold import load_threshold, micro_scores, sweep
 
     threshold = load_threshold(args.threshold) if getattr(args, "threshold", None) is not None else None
     if args.kind == "attention":

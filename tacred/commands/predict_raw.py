@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tacred.errors import OneLineParser
+from tacred.commands.parsing import OneLineParser
 
 if TYPE_CHECKING:
     from tacred.inference.predictor import Predictor
@@ -138,11 +138,11 @@ def _annotate(predictor: Predictor, lines: list[str], fmt: str, source: str, ski
 
 
 def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: int) -> int:
-    from tacred.api import load_model
     from tacred.data.annotate import AnnotationError
     from tacred.data.spacy_pipeline import SpacyModelError
     from tacred.errors import TacredError
-    from tacred.quiet import tacred_log_lines
+    from tacred.inference.api import load_model
+    from tacred.training.quiet import tacred_log_lines
 
     try:
         with tacred_log_lines():
@@ -170,7 +170,7 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
             print(f"{rec['id']}\t{rec['relation']}\t{rec['probability']:.3f}\t{rec['subject']} -> {rec['object']}")
     if args.out_dir:
         from tacred.io import write_jsonl
-        from tacred.reports import fresh_names
+        from tacred.training.reports import fresh_names
 
         [path] = fresh_names(Path(args.out_dir), ["predictions.jsonl"], args.overwrite)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,11 @@ import argparse
 import json
 import sys
 
+from tacred.commands.parsing import OneLineParser
 from tacred.constants import NO_RELATION
 from tacred.data.labels import read_label_file
-from tacred.errors import OneLineParser, report
-from tacred.scoring import (
+from tacred.errors import report
+from tacred.evaluation.scoring import (
     check_predicted_labels,
     format_report,
     format_semeval_report,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tacred.errors import OneLineParser
+from tacred.commands.parsing import OneLineParser
 
 HELP = "Serve a trained model over HTTP (LitServe): POST /predict, GET /health."
 
@@ -69,8 +69,8 @@ def _check(args: argparse.Namespace) -> str:
     from tacred.checkpoints import read_checkpoint, resolve_checkpoint
     from tacred.devices import torch_device
     from tacred.errors import ConfigError
+    from tacred.evaluation.threshold import load_threshold
     from tacred.inference.onnx_backend import is_export_folder
-    from tacred.threshold import load_threshold
 
     if not 1024 <= args.port <= 65535:
         raise ConfigError(f"--port must lie in 1024-65535, got {args.port}")
@@ -98,7 +98,7 @@ def _check(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.errors import TacredError
-    from tacred.quiet import tacred_log_lines
+    from tacred.training.quiet import tacred_log_lines
 
     try:
         with tacred_log_lines():
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tacred serve: error: {err}", file=sys.stderr)
         return 2
     try:
-        from tacred.serving import build_server
+        from tacred.serving.server import build_server
     except ImportError as err:
         print(f"tacred serve: error: LitServe is not installed ({err}); in a clone of tacred: pip install -e '.[serve]'",
               file=sys.stderr)
@@ -119,6 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     server.on_ready = lambda: print(f"tacred serve: {model} on {args.device}, listening on "
                                     f"http://{args.host}:{args.port}/predict (GET /health); stop with Ctrl+C or "
                                     "SIGTERM", flush=True)
-    from tacred.serving_lifecycle import run_until_stopped
+    from tacred.serving.lifecycle import run_until_stopped
 
     return run_until_stopped(server, host=args.host, port=args.port, log_level=args.log_level)

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from tacred.errors import OneLineParser, report
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
 
 HELP = "Tune a no-relation threshold on dev (threshold.json) or apply one to a split and score it."
 
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _tune(args: argparse.Namespace) -> int:
     from tacred.analysis.inspection import load_split, predict_split
-    from tacred.threshold import format_comparison, tune_threshold
+    from tacred.evaluation.threshold import format_comparison, tune_threshold
 
     model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
     result = predict_split(model, data, source, args.batch_size)
@@ -61,8 +62,8 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _apply(args: argparse.Namespace) -> int:
     from tacred.analysis.inspection import load_split, predict_split, run_folder
-    from tacred.scoring import format_report
-    from tacred.threshold import format_comparison, load_threshold, micro_scores
+    from tacred.evaluation.scoring import format_report
+    from tacred.evaluation.threshold import format_comparison, load_threshold, micro_scores
 
     given = args.threshold if args.threshold is not None else Path(args.ckpt_path).parent / "threshold.json"
     if args.threshold is None and not Path(given).is_file():

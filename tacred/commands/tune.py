@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tacred.errors import OneLineParser
+from tacred.commands.parsing import OneLineParser
 
 HELP = "search training hyperparameters on dev with Optuna (resumable; several processes may share a study)"
 EPILOG = """\
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.tuning import SearchSpace, TuneError
+    from tacred.experiments.tuning import SearchSpace, TuneError
 
     try:
         return run(args, SearchSpace.load(args.space))
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace, space: Any) -> int:
     import optuna
 
-    from tacred.quiet import tacred_log_lines
-    from tacred.tuning import TuneError
+    from tacred.experiments.tuning import TuneError
+    from tacred.training.quiet import tacred_log_lines
 
     if args.n_trials < 1:
         raise TuneError(f"--n_trials must be at least 1; got {args.n_trials}")
@@ -104,7 +104,7 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
-    from tacred.tuning import (
+    from tacred.experiments.tuning import (
         Objective,
         best_trial,
         build_sampler,
@@ -113,7 +113,7 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
         trial_label,
         write_study_files,
     )
-    from tacred.tuning.study import shown_url
+    from tacred.experiments.tuning.study import shown_url
 
     study = open_study(name, storage, space, heartbeat=args.heartbeat, grace=args.grace)
     imported = import_trials(study, study_dir / "trials.json")
@@ -151,7 +151,13 @@ def _optimize(args: argparse.Namespace, space: Any, name: str, study_dir: Path, 
 
 def _recheck(args: argparse.Namespace, space: Any, study: Any, objective: Any, study_dir: Path, trials_dir: Path,
              started: float) -> list[Path]:
-    from tacred.tuning.recheck import RECHECK_FILES, load_recheck, ranked, recheck, write_recheck_files
+    from tacred.experiments.tuning.recheck import (
+        RECHECK_FILES,
+        load_recheck,
+        ranked,
+        recheck,
+        write_recheck_files,
+    )
 
     if args.summary_only:
         records = study_dir / RECHECK_FILES[2]

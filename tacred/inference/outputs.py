@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tacred.decision import decide
+from tacred.evaluation.decision import decide
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Prediction:
 def predictions(examples: Sequence[Mapping[str, Any]], probs: np.ndarray, labels: Sequence[str], no_relation: str,
                 threshold: float | None) -> list[Prediction]:
     """One :class:`Prediction` per TACRED dict, from its label probabilities (N, L) and the no-relation rule of
-    :mod:`tacred.decision`."""
+    :mod:`tacred.evaluation.decision`."""
     if not len(examples):
         return []
     labels = list(labels)

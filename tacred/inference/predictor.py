@@ -36,7 +36,7 @@ class Predictor:
     Args:
         encoder: turns TACRED dicts into the network's arrays (chosen by the checkpoint's or export's metadata).
         backend: runs the network on a batch of arrays.
-        threshold: the no-relation threshold of :mod:`tacred.decision` (a number or a ``threshold.json``), or None.
+        threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a number or a ``threshold.json``), or None.
         spacy_model: spaCy pipeline for raw text (default: the first installed English model).
         batch_size: examples per forward pass.
         max_tokens: the most tokens an input may have (None: no limit).
@@ -44,7 +44,7 @@ class Predictor:
 
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = None) -> None:
-        from tacred.decision import load_threshold
+        from tacred.evaluation.decision import load_threshold
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")

@@ -14,7 +14,7 @@ from tacred.inference.predictor import Predictor
 
 
 class TorchBackend:
-    """Runs ``module(**arrays) -> (B, L) probabilities`` (e.g. :class:`tacred.models.trained.ProbabilityNetwork`)."""
+    """Runs ``module(**arrays) -> (B, L) probabilities`` (e.g. :class:`tacred.inference.trained.ProbabilityNetwork`)."""
 
     def __init__(self, module: nn.Module, device: str) -> None:
         self.device = device
@@ -31,7 +31,7 @@ def load_checkpoint_predictor(path: str | Path, device: str = "auto", **options:
     from tacred.checkpoints import read_checkpoint
     from tacred.devices import torch_device
     from tacred.inference.encoding import default_encoder
-    from tacred.models.trained import TrainedNetwork, probability_network
+    from tacred.inference.trained import TrainedNetwork, probability_network
 
     resolved = torch_device(device)  # an absent device is an error before the file is read
     ckpt = read_checkpoint(path)

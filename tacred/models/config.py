@@ -66,7 +66,7 @@ class NetworkConfig:
     transformer_config: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        from tacred.validation import check_network
+        from tacred.training.validation import check_network
 
         check_network(asdict(self))
 

@@ -139,7 +139,7 @@ def _overlaps(fig, artist, ax) -> bool:
 
 def test_the_relations_legend_sits_outside_the_bars():
     from tacred.analysis.plots import relation_scores_figure
-    from tacred.scoring import score
+    from tacred.evaluation.scoring import score
 
     gold = ["a", "a", "b", "b", "no_relation"] * 3
     pred = ["a", "b", "b", "b", "a"] * 3

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tacred.data.batching import BucketBatchSampler
-from tacred.data.datamodule import TacredDataModule
+from tacred.training.datamodule import TacredDataModule
 
 
 def test_collate_pads_and_masks(tacred_sample):

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tacred import constants as C
-from tacred.data.datamodule import TacredDataModule
 from tacred.data.examples import load_examples
 from tacred.data.vocab import Vocabularies, build_vocabularies
+from tacred.training.datamodule import TacredDataModule
 from tests.conftest import make_example
 
 

@@ -23,7 +23,7 @@ TOKENS = "Maria Lopez , the chief executive of Acme Holdings , said .".split()
 
 @pytest.fixture(scope="module")
 def exported(checkpoint, tmp_path_factory) -> Path:
-    from tacred.export import export_folder
+    from tacred.inference.export import export_folder
 
     out = tmp_path_factory.mktemp("contract") / "exported"
     export_folder(checkpoint, out)
@@ -43,7 +43,7 @@ def examples(checkpoint) -> list[dict]:
 
 
 def test_the_export_folder_loads_with_onnx_runtime(both, exported):
-    from tacred.export import OnnxRelationModel
+    from tacred.inference.export import OnnxRelationModel
     from tacred.inference.onnx_backend import OnnxBackend
     from tacred.inference.torch_backend import TorchBackend
 
@@ -78,7 +78,7 @@ def test_every_input_form_gives_the_same_predictions(both, examples, nlp):
     ({"token": ["w"] * 30, "h": {"pos": [0, 1]}, "t": {"pos": [2, 3]}}, "30 tokens, more than the limit of 20"),
 ])
 def test_bad_inputs_raise_the_same_input_error(both, bad, message):
-    from tacred.api import InputError
+    from tacred.inference.api import InputError
 
     errors = []
     for model in both:
@@ -152,7 +152,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
 from tacred import load_model
-from tacred.export import OnnxRelationModel
+from tacred.inference.export import OnnxRelationModel
 m = load_model({str(exported)!r})
 assert isinstance(m, OnnxRelationModel)
 preds = m.predict(json.loads(sys.stdin.read()) + [{MARKED!r}])

@@ -162,7 +162,7 @@ def test_word_dropout_only_in_training():
 @pytest.mark.slow
 def test_compiled_network_keeps_parameter_names_and_outputs():
     from tacred.data.vocab import Vocab, Vocabularies
-    from tacred.models.module import RelationExtractor
+    from tacred.training.module import RelationExtractor
 
     vocab = Vocabularies(words=Vocab([f"w{i}" for i in range(50)]), pos=Vocab([f"p{i}" for i in range(9)]),
                          ner=Vocab([f"n{i}" for i in range(7)]), labels=Vocab(["no_relation", "a", "b", "c"], unk=None))
@@ -217,7 +217,7 @@ def test_compiled_training_step_is_one_graph_forward_and_backward():
 
 # -- learning-rate rules ------------------------------------------------------------------------------------------
 def _lrs(scores: list[float], **kwargs: object) -> list[float]:
-    from tacred.models.schedule import DecayOnStall
+    from tacred.training.schedule import DecayOnStall
 
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     rule = DecayOnStall(opt, **kwargs)
@@ -246,7 +246,7 @@ def test_decay_patience_waits_for_that_many_stalls_in_a_row() -> None:
 
 
 def test_cosine_schedule_anneals_to_zero_over_the_epochs() -> None:
-    from tacred.models.schedule import build_schedule
+    from tacred.training.schedule import build_schedule
 
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.4)
     schedule, on_metric = build_schedule("cosine", opt, 4, 15, 0.9, "previous", 1)

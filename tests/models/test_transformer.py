@@ -18,7 +18,7 @@ from tacred.data.batching import encode_split  # noqa: E402
 from tacred.data.examples import DataFormatError, Example  # noqa: E402
 from tacred.data.markers import PretrainedModelError, TypedMarkers, marked_words, tokenizer_spec  # noqa: E402
 from tacred.data.vocab import Vocab, Vocabularies  # noqa: E402
-from tacred.models.schedule import LinearWarmup  # noqa: E402
+from tacred.training.schedule import LinearWarmup  # noqa: E402
 from tests.conftest import make_example, run_in_process  # noqa: E402
 from tests.tiny_bert import corpus_words, write_tiny_bert  # noqa: E402
 
@@ -141,7 +141,7 @@ def exported(trained: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, exported: Path) -> None:
     from tacred import load_model
-    from tacred.export import OnnxRelationModel
+    from tacred.inference.export import OnnxRelationModel
 
     ckpt = trained / "checkpoints" / "last.ckpt"
     examples = json.loads((demo_data / "test.json").read_text())[:20]
@@ -226,7 +226,7 @@ def test_attention_plots_say_they_are_for_the_word_networks(trained: Path, tmp_p
 
 def test_ablation_tables_count_a_transformers_parameters(trained: Path) -> None:
     from tacred.commands.ablate import count_parameters
-    from tacred.models.module import RelationExtractor
+    from tacred.training.module import RelationExtractor
 
     ckpt = trained / "checkpoints" / "last.ckpt"
     net = RelationExtractor.from_checkpoint(ckpt).net

@@ -1,0 +1,88 @@
+"""The no-relation decision with numpy alone (prediction without torch uses it; :mod:`tacred.evaluation.threshold` tunes it).
+
+Rule: predict the best other relation r* iff ``log p(r*) > log p(no_relation) + t``, else no_relation.
+``t = 0`` is exactly the argmax; ``t > 0`` trades recall for precision, ``t < 0`` the other way round.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tacred.errors import TacredError
+from tacred.io import read_json
+
+RULE = "predict the best relation r* iff log p(r*) > log p(no_relation) + threshold, else no_relation"
+_TINY = 1e-300  # probabilities that underflowed to 0 get a finite log
+
+
+class ThresholdError(TacredError, ValueError):
+    """A threshold that cannot be tuned, read or applied; the message says which file or input and why."""
+
+
+def checked_probabilities(probs: Any, no_relation_id: int) -> np.ndarray:
+    """``probs`` as a float64 array (N, L), checked: at least 2 labels, finite and non-negative values."""
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] < 2:
+        raise ThresholdError(f"probabilities must have shape (examples, labels) with at least 2 labels, got {p.shape}")
+    if not 0 <= no_relation_id < p.shape[1]:
+        raise ThresholdError(f"no_relation_id {no_relation_id} is not a label id of {p.shape[1]} labels")
+    bad = ~np.isfinite(p).all(axis=1) | (p < 0).any(axis=1)
+    if bad.any():
+        raise ThresholdError(f"example {int(np.flatnonzero(bad)[0])}: probabilities must be finite and non-negative")
+    return p
+
+
+def margins(p: np.ndarray, no_relation_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best other label r* (N,) and the margin m = log p(no_relation) − log p(r*) (N,) of float64 probabilities."""
+    other = p.copy()
+    other[:, no_relation_id] = -1.0  # below every probability
+    best = other.argmax(axis=1)  # (N,) first maximum, as argmax breaks ties
+    logp = np.log(np.maximum(p, _TINY))
+    return best, logp[:, no_relation_id] - np.take_along_axis(logp, best[:, None], axis=1)[:, 0]
+
+
+def decide(probs: Any, no_relation_id: int, threshold: float | None) -> np.ndarray:
+    """Label ids (N,) under the rule of this module; ``threshold`` None or 0 gives ``probs.argmax(-1)``.
+
+    ``probs``: (N, L) array. An example exactly on the boundary is decided as the argmax decides.
+    """
+    p = checked_probabilities(probs, no_relation_id)
+    t = 0.0 if threshold is None else float(threshold)
+    if not np.isfinite(t):
+        raise ThresholdError(f"threshold must be a finite number, got {threshold!r}")
+    best, margin = margins(p, no_relation_id)
+    p_best, p_nr = np.take_along_axis(p, best[:, None], axis=1)[:, 0], p[:, no_relation_id]
+    # on the boundary (margin == -t) break the tie as argmax would: larger probability, then lower id
+    argmax_says_relation = (p_best > p_nr) | ((p_best == p_nr) & (best < no_relation_id))
+    relation = (margin < -t) | ((margin == -t) & argmax_says_relation)
+    return np.where(relation, best, no_relation_id).astype(np.int64)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def load_threshold(source: float | int | str | Path) -> float:
+    """A threshold given as a number, a number in a string, or a ``threshold.json`` written by ``tacred threshold tune``."""
+    if isinstance(source, (int, float)) and not isinstance(source, bool):
+        value: Any = source
+    elif (value := _number(str(source))) is None:
+        path = Path(source)
+        if not path.is_file():
+            raise ThresholdError(f"no_relation threshold: not a number and no such file: {path}")
+        try:
+            value = read_json(path).get("no_relation_threshold")
+        except (json.JSONDecodeError, AttributeError) as err:
+            raise ThresholdError(f"{path}: not a threshold file written by 'tacred threshold tune' ({err})") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ThresholdError(f"{path}: 'no_relation_threshold' must be a number, found {value!r}")
+    if not np.isfinite(float(value)):
+        raise ThresholdError(f"no_relation threshold must be finite, got {value!r}")
+    return float(value)

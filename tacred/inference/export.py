@@ -1,0 +1,267 @@
+"""A folder to hand on: the network as ONNX, its weights, vocabularies, configuration and a model card.
+
+``model.onnx`` takes the six (B, T) arrays of :class:`tacred.inference.encoding.WordEncoder` (``words``, ``pos``,
+``ner``, ``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns
+``probabilities`` (B, L); a transformer's takes the arrays of :class:`tacred.inference.encoding.MarkedEncoder`
+instead (``input_ids`` and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,)). :class:`OnnxRelationModel` (from :mod:`tacred.inference.onnx_backend`, importable from here)
+reads such a folder and predicts with ONNX Runtime alone: this module imports torch only to write a folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
+
+if TYPE_CHECKING:
+    from tacred.data.batching import EncodedSplit
+    from tacred.data.examples import Example
+    from tacred.data.vocab import Vocabularies
+
+__all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
+OPSET = 17
+
+
+class ExportError(RuntimeError):
+    """An export that cannot be written or does not reproduce the PyTorch model."""
+
+
+def batch_inputs(batch: Any) -> dict[str, np.ndarray]:
+    """The ONNX model's inputs for a batch (a :class:`~tacred.data.batching.Batch` or a transformer's
+    :class:`~tacred.data.markers.MarkedBatch`)."""
+    from tacred.data.features import WORD_INPUTS
+    from tacred.data.markers import MARKED_INPUTS, MarkedBatch
+
+    names = MARKED_INPUTS if isinstance(batch, MarkedBatch) else WORD_INPUTS
+    return {name: getattr(batch, name).numpy() for name in names}
+
+
+def export_onnx(model: Any, data: EncodedSplit, path: Path) -> None:
+    """Trace the network on a small batch of ``data`` with dynamic batch and length axes."""
+    import torch
+
+    from tacred.inference.trained import probability_network
+
+    sample = data.collate(list(range(min(4, len(data)))))
+    wrapper = probability_network(model.net).eval()
+    names = wrapper.inputs
+    args = tuple(getattr(sample, name) for name in names)
+    dynamic = {name: {0: "batch"} if getattr(sample, name).ndim == 1 else {0: "batch", 1: "length"} for name in names}
+    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+        # the transformer's graph: transformers compares the mask's length with the input's in Python (equal for
+        # every input: a constant is right), and the marker positions it gathers are never negative
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message=r"Exporting aten::index operator of advanced indexing")
+        torch.onnx.export(wrapper, args, str(path), input_names=list(names), output_names=["probabilities"],
+                          dynamic_axes=dynamic | {"probabilities": {0: "batch"}}, opset_version=OPSET, dynamo=False)
+
+
+def compare_onnx(model: Any, data: EncodedSplit, path: Path, batch_size: int = 50) -> float:
+    """Largest absolute difference between ONNX Runtime's and PyTorch's probabilities over ``data``."""
+    import onnxruntime as ort
+    import torch
+
+    from tacred.data.batching import BucketBatchSampler
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    worst = 0.0
+    model.eval()
+    for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
+        batch = data.collate(indices)
+        with torch.inference_mode():
+            expected = torch.softmax(model(batch).logits.float(), dim=-1).numpy()
+        got = session.run(["probabilities"], batch_inputs(batch))[0]
+        worst = max(worst, float(np.abs(got - expected).max()))
+    return worst
+
+
+def _run_facts(ckpt_path: Path, ckpt: Mapping[str, Any]) -> dict[str, Any]:
+    """What the checkpoint says about its training run: config, epochs, best dev F1, test scores beside it."""
+    import yaml
+
+    config = yaml.safe_load(ckpt.get("tacred_config") or "{}") or {}
+    best = None
+    for key, state in (ckpt.get("callbacks") or {}).items():
+        if str(key).startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
+            best = float(state["best_model_score"])
+    metrics_file = ckpt_path.parent.parent / "test_metrics.json"
+    test = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else None
+    return {"config": config, "epoch": ckpt.get("epoch"), "global_step": ckpt.get("global_step"),
+            "best_dev_f1": best, "test": test, "test_metrics_file": str(metrics_file) if test else None}
+
+
+def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str], parameters: int,
+               onnx_diff: float | None, onnx_split: str | None) -> str:
+    """``README.md`` of an exported folder: data, recipe, scores, intended use and limits."""
+    config = facts["config"]
+    data = config.get("data") or {}
+    model = config.get("model") or {}
+    trainer = config.get("trainer") or {}
+    net = model.get("network") or {}
+    test = facts["test"]
+    epochs_done = None if facts["epoch"] is None else int(facts["epoch"]) + 1
+    lines = [
+        "# Relation extraction model (tacred)",
+        "",
+        "Position-aware self-attention with relative positional encodings (Bilan & Roth, 2018), trained with the",
+        f"`tacred` package. Exported from `{ckpt_path}`.",
+        "",
+        "## Files",
+        "",
+        ("- `model.onnx`: the network; inputs `input_ids` (int64, batch × length), `pad_mask` (bool, True at padding), "
+         "`subj_marker` and `obj_marker` (int64, batch: the positions of `@` and `#`); output `probabilities` (batch "
+         "× labels)." if net.get("encoder") == "transformer" else
+         "- `model.onnx`: the network; inputs `words`, `pos`, `ner`, `subj_positions`, `obj_positions` (int64, batch ×"
+         " length) and `pad_mask` (bool, True at padding); output `probabilities` (batch × labels)."),
+        "- `weights.pt`: the PyTorch state dict (`torch.load(..., weights_only=True)`); `network.json`: the network",
+        "  configuration and training hyperparameters; `config.yaml`: the whole resolved training configuration.",
+        "- `vocab.json`: words, POS and NER tags, labels and the featurisation switches; `labels.json`: the labels in",
+        "  output order.",
+        "- `predictor.json`: how inputs are encoded for the network (`encoder`); `tacred.load_model(folder)` (or",
+        "  `tacred.inference.export.OnnxRelationModel(folder)`) predicts with ONNX Runtime alone, without torch: the inputs, errors",
+        "  and prediction objects of `load_model` on a checkpoint.",
+        "",
+        "## Data",
+        "",
+        f"- Training data: `{data.get('data_dir')}` (train `{data.get('train_file', 'train.json')}`, dev "
+        f"`{data.get('dev_file', 'dev.json')}`, test `{data.get('test_file', 'test.json')}`), TACRED JSON format.",
+        f"- {len(labels)} labels; `{labels[0] if labels else ''}` … (see `labels.json`); entity masking "
+        f"{'on' if data.get('entity_masking', True) else 'off'}; word vectors "
+        f"{'from ' + str(data['glove_path']) if data.get('glove_path') else 'random (no GloVe)'}.",
+        "",
+        "## Recipe",
+        "",
+        (f"- Network: the pretrained transformer `{net.get('pretrained')}` with typed entity markers (Zhou & Chen, "
+         f"2021); {parameters:,} parameters." if net.get("encoder") == "transformer" else
+         f"- Network: word {net.get('word_dim')}-d, POS {net.get('pos_dim')}-d, NER {net.get('ner_dim')}-d, encoder "
+         f"`{net.get('encoder')}` ({net.get('num_layers')} layer(s), {net.get('num_heads')} heads, feed-forward "
+         f"{net.get('ffn_dim')}), position encoding `{net.get('position_encoding')}`, position-aware attention "
+         f"{'on' if net.get('position_aware', True) else 'off'}; {parameters:,} parameters."),
+        (f"- Training: AdamW lr {model.get('lr')}, linear warm-up over {model.get('warmup_ratio')} of the steps then "
+         "linear decay" if model.get("optimizer") == "adamw" else
+         f"- Training: SGD lr {model.get('lr')}, decay ×{model.get('decay_factor')} from epoch "
+         f"{model.get('decay_start_epoch')}")
+        + f", batch {data.get('batch_size')}, gradient clipping "
+        f"{trainer.get('gradient_clip_val')}, seed {config.get('seed_everything')}, precision "
+        f"{trainer.get('precision') or '32-true'}; this checkpoint after {epochs_done} of {trainer.get('max_epochs')} epochs.",
+        "",
+        "## Scores",
+        "",
+    ]
+    if facts["best_dev_f1"] is not None:
+        lines.append(f"- Best dev F1 during training (official TACRED scorer, micro): {100 * facts['best_dev_f1']:.2f}")
+    if test:
+        lines.append(f"- Test (from `{facts['test_metrics_file']}`): P {100 * test['precision']:.2f}, "
+                     f"R {100 * test['recall']:.2f}, F1 {100 * test['f1']:.2f}"
+                     + (f"; SemEval macro-F1 {100 * test['semeval']['macro_f1']:.2f}"
+                        if isinstance(test.get("semeval"), dict) and "macro_f1" in test["semeval"] else ""))
+        lines.append("  (the run's `test_metrics.json`: it belongs to this checkpoint only if `tacred test` was run on it).")
+    else:
+        lines.append("- No test scores found beside the checkpoint (run `tacred test --ckpt_path CKPT` first).")
+    if onnx_diff is not None:
+        lines.append(f"- ONNX Runtime vs PyTorch on `{onnx_split}`: largest absolute difference of a "
+                     f"probability {onnx_diff:.2e}.")
+    lines += [
+        "",
+        "## Intended use and limits",
+        "",
+        "- Classifies the relation between one marked subject and one marked object of a single English sentence into",
+        "  the labels above, or `no_relation`. It does not find entities: both arguments must be given.",
+        "- Inputs must be tokenised and tagged as in training (Stanford/Penn POS, Stanford NER); `tacred`'s spaCy",
+        "  annotation approximates CoreNLP, and predictions on text unlike the training data are less reliable.",
+        "- Probabilities are not calibrated. Scores above were measured on the named data only; expect lower figures",
+        "  on other genres. Models trained on LDC's TACRED inherit its licence terms.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", split_file: str | Path | None = None,
+                  tolerance: float = 1e-5, overwrite: bool = False) -> dict[str, Any]:
+    """Write the hand-on folder for a checkpoint; with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
+    ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference)."""
+    from tacred.checkpoints import read_checkpoint
+    from tacred.training.module import RelationExtractor
+
+    ckpt_path, out = Path(ckpt_path), Path(out)
+    if fmt not in ("onnx", "torch"):
+        raise ExportError(f"unknown format {fmt!r} (onnx or torch)")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    ckpt = read_checkpoint(ckpt_path)
+    model = RelationExtractor.from_checkpoint(ckpt_path)
+    facts = _run_facts(ckpt_path, ckpt)
+    # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
+    final, out = out, out.with_name(f".{out.name}.partial")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    try:
+        summary = _write(out, final, fmt, model, ckpt_path, facts, split_file, tolerance)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(out, final)
+    summary["files"] = sorted(p.name for p in final.iterdir())
+    return summary
+
+
+def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts: dict[str, Any],
+           split_file: str | Path | None, tolerance: float) -> dict[str, Any]:
+    """The files of an export folder, written into ``out`` (which becomes ``final``)."""
+    import torch
+    import yaml
+
+    from tacred.data.batching import encode_split, probe_examples
+    from tacred.data.examples import load_examples
+    from tacred.inference.encoding import default_encoder
+
+    vocab: Vocabularies = model.vocab
+    torch.save(model.net.state_dict(), out / "weights.pt")
+    vocab.save(out / "vocab.json")
+    (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
+    (out / "network.json").write_text(json.dumps(dict(model.hparams), indent=1, default=str), encoding="utf-8")
+    encoder = default_encoder(vocab.to_dict())
+    (out / PREDICTOR_FILE).write_text(json.dumps({"format": 1, "encoder": encoder, "output": "probabilities"}),
+                                      encoding="utf-8")
+    (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
+    summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None}
+    if fmt == "onnx":
+        if split_file is None:
+            data_cfg = facts["config"].get("data") or {}
+            guess = Path(data_cfg.get("data_dir") or ".") / (data_cfg.get("test_file") or "test.json")
+            split_file = guess if guess.is_file() else None
+        if split_file is not None:
+            examples = load_examples(Path(split_file), strict=True).examples
+            examples = [ex if ex.relation in vocab.labels else _relabelled(ex, vocab.no_relation) for ex in examples]
+        else:  # nothing to compare on: a few synthetic sentences still check the graph
+            examples = probe_examples(vocab)
+        data = encode_split(examples, vocab, source=str(split_file or "probe sentences"))
+        start = time.perf_counter()
+        export_onnx(model, data, out / "model.onnx")
+        diff = compare_onnx(model, data, out / "model.onnx")
+        summary.update(onnx_max_abs_diff=diff, checked_on=str(split_file or f"{len(data)} probe sentences"),
+                       examples=len(data), seconds=round(time.perf_counter() - start, 2))
+        if not diff <= tolerance:
+            raise ExportError(f"ONNX Runtime differs from PyTorch by {diff:.3g} (> {tolerance:g}) on {split_file}")
+    parameters = sum(p.numel() for p in model.net.parameters())
+    (out / "README.md").write_text(model_card(ckpt_path, facts, vocab.labels.itos, parameters,
+                                              summary["onnx_max_abs_diff"], summary["checked_on"]), encoding="utf-8")
+    (out / "export.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return summary
+
+
+def _relabelled(ex: Example, label: str) -> Example:
+    from dataclasses import replace
+
+    return replace(ex, relation=label)

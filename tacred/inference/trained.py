@@ -1,0 +1,152 @@
+"""A trained network for prediction without Lightning: what ``load_model`` (the Python API) and ``tacred serve`` use.
+
+A tacred checkpoint holds the vocabularies, the network's configuration and its weights, which is all prediction
+needs. :class:`TrainedNetwork` rebuilds the :class:`~tacred.models.network.RelationNetwork` from them under the
+parameter names of :class:`~tacred.training.module.RelationExtractor` (``net.*``), so one checkpoint serves both.
+Training, testing and the CLI go through the Lightning module; prediction from Python does not import Lightning
+(and with it torchmetrics, matplotlib and TorchDynamo), which took more than half of a ``load_model`` call's time
+and a quarter of its memory (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
+from tacred.data.features import WORD_INPUTS
+from tacred.data.markers import MARKED_INPUTS
+from tacred.data.vocab import Vocabularies
+from tacred.models.config import NetworkConfig
+from tacred.models.network import NetworkOutput, RelationNetwork
+
+
+def unfit_checkpoint(path: str | Path, err: Exception) -> Exception:
+    """The error for a checkpoint whose hyperparameters or vocabulary this version of tacred cannot rebuild."""
+    from tacred.checkpoints import CheckpointError
+
+    return CheckpointError(f"{path}: its hyperparameters or vocabulary do not fit this version of tacred "
+                           f"({type(err).__name__}: {err})")
+
+
+def read_trained(path: str | Path, checkpoint: dict[str, Any] | None = None,
+                 ) -> tuple[dict[str, Any], Vocabularies, NetworkConfig, dict[str, Any]]:
+    """A tacred checkpoint's contents, its vocabularies, its network configuration and its other hyperparameters;
+    a :class:`~tacred.checkpoints.CheckpointError` naming the file when it is not one. ``checkpoint``: the file's
+    contents when they were read already."""
+    from tacred.checkpoints import CheckpointError, read_checkpoint
+
+    ckpt = read_checkpoint(path) if checkpoint is None else checkpoint
+    if not isinstance(ckpt.get("tacred_vocab"), dict):
+        raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
+    hparams = dict(ckpt.get("hyper_parameters", {}))
+    try:
+        network = NetworkConfig(**hparams.pop("network", {}))
+        vocab = Vocabularies.from_dict(ckpt["tacred_vocab"])
+    except (TypeError, KeyError) as err:
+        raise unfit_checkpoint(path, err) from None
+    return ckpt, vocab, network, hparams
+
+
+def build_network(network: NetworkConfig, vocab: Vocabularies,
+                  word_vectors: torch.Tensor | None = None) -> nn.Module:
+    """The network sized by the vocabularies (words, POS tags, NER tags, labels), or the pretrained transformer."""
+    if network.encoder == "transformer":
+        from tacred.models.transformer import TransformerNetwork
+
+        if vocab.tokenizer is None:
+            raise ValueError("the transformer encoder needs vocabularies with its tokenizer (the data module adds it "
+                             "from --model.network.pretrained)")
+        return TransformerNetwork(network, len(vocab.labels))
+    return RelationNetwork(network, len(vocab.words), len(vocab.pos), len(vocab.ner), len(vocab.labels), word_vectors)
+
+
+def label_probabilities(model: nn.Module, data: EncodedSplit, num_labels: int, batch_size: int = 50) -> torch.Tensor:
+    """Label probabilities (N, L) of every example of an encoded split, in the split's order; ``model(batch)``
+    gives a :class:`NetworkOutput`. Batches are length-sorted (little padding); no Trainer."""
+    device = next(model.parameters()).device
+    probs = torch.zeros(len(data), num_labels)
+    with torch.inference_mode():
+        for indices in BucketBatchSampler(data.lengths, batch_size, shuffle=False):
+            batch = data.collate(indices).to(device)
+            probs[batch.index.cpu()] = torch.softmax(model(batch).logits.float(), dim=-1).cpu()  # (B, L)
+    return probs
+
+
+class TrainedNetwork(nn.Module):
+    """The network of a checkpoint with its vocabularies, in evaluation mode (see the module docstring)."""
+
+    def __init__(self, net: RelationNetwork, vocab: Vocabularies) -> None:
+        super().__init__()
+        self.net = net
+        self.vocab = vocab
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu",
+                        checkpoint: dict[str, Any] | None = None) -> TrainedNetwork:
+        """Rebuild the network from its checkpoint alone; a ``CheckpointError`` names what does not fit.
+        ``checkpoint``: the file's contents when they were read already."""
+        from tacred.checkpoints import check_compatible
+
+        ckpt, vocab, network, _ = read_trained(path, checkpoint)
+        model = cls(build_network(network, vocab), vocab)
+        check_compatible(ckpt, model, path)
+        model.load_state_dict(ckpt["state_dict"])
+        return model.eval().to(map_location)
+
+    def forward(self, batch: Batch) -> NetworkOutput:
+        return self.net(batch)
+
+    def split_probabilities(self, data: EncodedSplit, batch_size: int = 50) -> torch.Tensor:
+        """Label probabilities (N, L) of every example of an encoded split, in the split's order."""
+        self.eval()
+        return label_probabilities(self, data, len(self.vocab.labels), batch_size)
+
+
+def probability_network(net: nn.Module) -> nn.Module:
+    """The network as a function of its named input arrays to probabilities: :class:`ProbabilityNetwork` for the
+    word-vocabulary networks, :class:`MarkedProbabilityNetwork` for the transformer."""
+    from tacred.models.transformer import TransformerNetwork
+
+    return MarkedProbabilityNetwork(net) if isinstance(net, TransformerNetwork) else ProbabilityNetwork(net)
+
+
+class MarkedProbabilityNetwork(nn.Module):
+    """The transformer as a function of the arrays of :class:`tacred.inference.encoding.MarkedEncoder`: ``input_ids``
+    and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,) → label probabilities (B, L)."""
+
+    inputs = MARKED_INPUTS
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, input_ids: torch.Tensor, pad_mask: torch.Tensor, subj_marker: torch.Tensor,
+                obj_marker: torch.Tensor) -> torch.Tensor:
+        from tacred.data.markers import MarkedBatch
+
+        first = input_ids[:, 0]  # stands in for the labels and indices, which the network never reads
+        batch = MarkedBatch(input_ids=input_ids, pad_mask=pad_mask, subj_marker=subj_marker, obj_marker=obj_marker,
+                            labels=first, index=first)
+        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
+
+
+class ProbabilityNetwork(nn.Module):
+    """A word-vocabulary network as a function of named (B, T) arrays (the inputs of
+    :class:`tacred.inference.encoding.WordEncoder`) to label probabilities (B, L): what the torch backend runs and
+    what ``tacred export`` writes as ``model.onnx``, so both compute the same function."""
+
+    inputs = WORD_INPUTS
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, subj_positions: torch.Tensor,
+                obj_positions: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+        batch = Batch(words=words, pos=pos, ner=ner, subj_positions=subj_positions, obj_positions=obj_positions,
+                      pad_mask=pad_mask, labels=words[:, 0], index=words[:, 0])
+        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)

@@ -1,0 +1,53 @@
+"""The callbacks of ``fit`` and ``predict``: ``last.ckpt`` kept current, so that a run killed at any moment resumes
+exactly; ``predictions.jsonl`` written from every process's predictions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.pytorch.callbacks import BasePredictionWriter, Checkpoint
+
+
+class LastCheckpoint(Checkpoint):
+    """Writes ``last.ckpt`` at the end of every training epoch (after validation and the lr decay), atomically,
+    so a run killed at any moment restarts from a complete file.
+
+    A :class:`Checkpoint`, so Lightning calls its ``on_train_epoch_end`` after the module's, where the learning-rate
+    rule has just been applied (:meth:`RelationExtractor.on_train_epoch_end`)."""
+
+    def __init__(self, dirpath: str | Path) -> None:
+        self.path = Path(dirpath) / "last.ckpt"
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.sanity_checking:
+            return
+        partial = self.path.with_name("last.ckpt.partial")
+        trainer.save_checkpoint(partial, weights_only=False)  # everything needed to resume
+        trainer.strategy.barrier("tacred_last_checkpoint")
+        if trainer.is_global_zero:
+            os.replace(partial, self.path)
+
+
+class PredictionFileWriter(BasePredictionWriter):
+    """Writes ``predictions.jsonl`` at the end of ``tacred predict`` (:func:`tacred.training.reports.write_predictions`), from
+    the batches of every process, gathered in the split's order."""
+
+    def __init__(self) -> None:
+        super().__init__(write_interval="batch_and_epoch")
+        self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def on_predict_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self._outputs = []
+
+    def write_on_batch_end(self, trainer: Any, pl_module: Any, prediction: Any, batch_indices: Any, batch: Any,
+                           batch_idx: int, dataloader_idx: int) -> None:
+        self._outputs.append((batch.index.cpu(), prediction))  # prediction: label probabilities (B, L)
+
+    def write_on_epoch_end(self, trainer: Any, pl_module: Any, predictions: Any, batch_indices: Any) -> None:
+        from tacred.training.reports import stack_outputs, write_predictions
+
+        outputs, self._outputs = self._outputs, []
+        write_predictions(pl_module, *stack_outputs(outputs, len(pl_module.vocab.labels)))

@@ -1,0 +1,251 @@
+"""The LightningCLI subclass: data-derived sizes linked into the model, run folders, checkpoints and resuming."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from jsonargparse import Namespace
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary, Timer
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+
+from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
+from tacred.errors import ConfigError
+from tacred.training.callbacks import LastCheckpoint, PredictionFileWriter
+from tacred.training.datamodule import TacredDataModule
+from tacred.training.module import RelationExtractor
+from tacred.training.progress import EpochSummary, TextModelSummary
+from tacred.training.quiet import quiet_libraries
+from tacred.training.resume import check_run_dir, resume_checkpoint
+from tacred.training.run_folder import RunFolderGuard
+from tacred.training.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
+from tacred.training.validation import check_options
+
+log = logging.getLogger(__name__)
+
+
+class ConfigInCheckpoint(SaveConfigCallback):
+    """Writes ``config.yaml`` into the run folder and the same configuration into every checkpoint, so that a
+    checkpoint alone is enough to test or predict."""
+
+    given_logger: Any = None  # trainer.logger as the user gave it (set by TacredCLI)
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if stage == "fit":
+            super().setup(trainer, pl_module, stage)
+
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
+        # the logger as given, not as filled in for this command: `tacred test` fills in its own folders
+        config = self.config.clone()
+        config.trainer.logger = self.given_logger
+        checkpoint["tacred_config"] = self.parser.dump(config, skip_none=False)
+
+
+def _network_field(network: Any, key: str) -> Any:
+    """``model.network.<key>`` as parsed (a namespace, in class_path/init_args form or not, a mapping or a
+    NetworkConfig), or the NetworkConfig default when it is not given."""
+    from tacred.models.config import NetworkConfig
+
+    if isinstance(network, dict | Namespace) and network.get("init_args") is not None:
+        network = network["init_args"]  # class_path/init_args form
+    value = network.get(key) if isinstance(network, dict | Namespace) else getattr(network, key, None)
+    return getattr(NetworkConfig(), key) if value is None else value
+
+
+def _word_dim(network: Any) -> int:
+    """The data module's ``embedding_dim``: the network's ``word_dim``."""
+    return _network_field(network, "word_dim")
+
+
+def _tokenizer(network: Any) -> str | None:
+    """The data module's tokenizer: ``model.network.pretrained`` when the encoder is a transformer, else None."""
+    return _network_field(network, "pretrained") if _network_field(network, "encoder") == "transformer" else None
+
+
+def summary_depth(callbacks: Any) -> int:
+    """``max_depth`` of a ModelSummary given in ``trainer.callbacks`` (Lightning's own default: 1)."""
+    for callback in callbacks or []:
+        if isinstance(callback, dict | Namespace) and str(callback.get("class_path", "")).endswith("ModelSummary"):
+            return int((callback.get("init_args") or {}).get("max_depth", 1))
+    return 1
+
+
+def check_launched_processes(trainer: Any) -> None:
+    """torchrun starts the processes and Lightning only joins them: with fewer devices × nodes than torchrun's
+    WORLD_SIZE, every process would run the whole command alone (and write the same outputs N times)."""
+    launched = int(os.environ.get("WORLD_SIZE", "1")) if "TORCHELASTIC_RUN_ID" in os.environ else 1
+    if launched > trainer.num_nodes * trainer.num_devices:
+        raise ConfigError(f"torchrun started {launched} processes, but --trainer.devices {trainer.num_devices} × "
+                          f"--trainer.num_nodes {trainer.num_nodes} is {trainer.num_nodes * trainer.num_devices}: "
+                          "pass its --nproc_per_node as --trainer.devices, its --nnodes as --trainer.num_nodes, "
+                          "and --trainer.strategy ddp")
+
+
+class TacredCLI(LightningCLI):
+    def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None,
+                 checkpoint: tuple[str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        """``checkpoint``: (path, contents) of the ``--ckpt_path`` file when the caller has read it already."""
+        quiet_libraries()
+        self._guard = guard or RunFolderGuard()
+        self._read = checkpoint
+        self._start_checkpoint: dict[str, Any] | None = None
+        # only the parser of the command being run is built: each one introspects the Trainer's, the model's
+        # and the data module's signatures, and `tacred --help` is answered by tacred.cli
+        every = LightningCLI.subcommands()
+        self._commands = {args[0]: every[args[0]]} if args and args[0] in every else every
+        self._verbose_given = any(a == "--verbose" or a.startswith("--verbose=") for a in args or [])
+        # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
+        exit_on_error = {"exit_on_error": False}
+        parser_kwargs = {**{name: exit_on_error for name in self._commands}, **exit_on_error}
+        super().__init__(
+            RelationExtractor, TacredDataModule, args=args,
+            save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
+            load_from_checkpoint_support=False, auto_configure_optimizers=False,
+            parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
+        )
+
+    def subcommands(self) -> dict[str, set[str]]:  # type: ignore[override]  # a staticmethod in LightningCLI
+        """Lightning's sub-commands, narrowed to the one this command line runs (see ``__init__``)."""
+        return self._commands
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--run_dir", type=str | None, default=None,
+                            help="Folder of this run: config.yaml, checkpoints/, metrics.csv, predictions.")
+        parser.add_argument("--resume", type=Literal["auto", "never"], default="auto",
+                            help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; "
+                                 "'never' starts over and overwrites the folder's checkpoints.")
+        parser.add_argument("--num_threads", type=int | None, default=None,
+                            help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
+        command = next(iter(self._commands)) if len(self._commands) == 1 else None  # the one parser being built
+        if command in ("test", "predict"):
+            parser.add_argument("--overwrite", type=bool, default=False,
+                                help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
+                                     "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
+                                     "chosen (test_predictions-1.jsonl, ...).")
+        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.set_defaults({
+            "checkpoint.monitor": "val/f1", "checkpoint.mode": "max", "checkpoint.save_last": False,
+            "checkpoint.filename": "best", "checkpoint.auto_insert_metric_name": False,
+            "checkpoint.save_top_k": 1, "checkpoint.save_on_train_epoch_end": True,
+            "trainer.use_distributed_sampler": False,
+            # a fresh train loader every epoch, its order drawn from the epoch being trained: after resuming from an
+            # epoch's last.ckpt, Lightning finishes that epoch's end and would otherwise train the next epoch on the
+            # loader it built at start-up (the finished epoch's order), so the resumed run would drift
+            "trainer.reload_dataloaders_every_n_epochs": 1,
+        })
+        parser.link_arguments("data.vocab", "model.vocab", apply_on="instantiate")
+        parser.link_arguments("data.word_vectors", "model.word_vectors", apply_on="instantiate")
+        parser.link_arguments("seed_everything", "data.seed")
+        # one size for the word vectors: the network's word embedding decides, the data module reads GloVe at it
+        parser.link_arguments("model.network", "data.embedding_dim", compute_fn=_word_dim)
+        parser.link_arguments("model.network", "data.tokenizer", compute_fn=_tokenizer)
+
+    def before_instantiate_classes(self) -> None:
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
+        check_options(cfg, self.subcommand)  # every option, before any file is read or written
+        if self.subcommand in ("validate", "test") and not self._verbose_given:
+            cfg.verbose = False  # the scorer's report is printed already: Lightning's table would repeat it
+        if cfg.num_threads:
+            import torch
+
+            torch.set_num_threads(cfg.num_threads)
+        # environment variables are expanded: a W&B sweep runs each trial in e.g. runs/sweep/$WANDB_RUN_ID
+        run_dir = Path(os.path.expandvars(cfg.run_dir or cfg.trainer.default_root_dir or "runs/default"))
+        check_run_dir(run_dir)
+        self._guard.snapshot(run_dir)
+        cfg.run_dir = str(run_dir)
+        cfg.trainer.default_root_dir = str(run_dir)
+        if cfg.checkpoint.dirpath is None:
+            cfg.checkpoint.dirpath = str(run_dir / "checkpoints")
+        self._given_logger = copy.deepcopy(cfg.trainer.logger)
+        checkpoint: dict[str, Any] | None = None  # the checkpoint this command starts from, if any
+        if cfg.trainer.logger in (None, True) and self.subcommand == "predict":
+            cfg.trainer.logger = False  # predict logs no metrics: no empty predict/ folder in the run
+        elif cfg.trainer.logger in (None, True):
+            # fit: metrics.csv straight in the run folder, extended when a run resumes; test etc.: a subfolder
+            version = "" if self.subcommand == "fit" else self.subcommand
+            cfg.trainer.logger = Namespace(class_path="tacred.training.loggers.ResumableCSVLogger",
+                                           init_args=Namespace(save_dir=str(run_dir), name="", version=version))
+        else:
+            fill_logger_defaults(cfg.trainer.logger, run_dir, self.subcommand)
+        if self.subcommand in ("validate", "test", "predict"):
+            if cfg.ckpt_path:
+                checkpoint = self._checkpoint(cfg.ckpt_path)
+                if not cfg.data.vocab_path:
+                    cfg.data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
+            if cfg.model.output_dir is None:
+                cfg.model.output_dir = str(run_dir)
+        if self.subcommand == "fit" and cfg.ckpt_path is None:
+            checkpoint = resume_checkpoint(Path(cfg.checkpoint.dirpath), cfg.resume)
+            if checkpoint is not None:
+                cfg.ckpt_path = str(Path(cfg.checkpoint.dirpath) / "last.ckpt")
+        elif self.subcommand == "fit" and cfg.ckpt_path and not is_lightning_ckpt_name(cfg.ckpt_path):
+            checkpoint = self._checkpoint(cfg.ckpt_path)  # missing or corrupt: a clear error before anything runs
+        resume_wandb_run(cfg.trainer.logger, checkpoint)
+        self._start_checkpoint = checkpoint
+        self._final_step = None if checkpoint is None or self.subcommand == "fit" else checkpoint.get("global_step")
+
+    def _checkpoint(self, path: str) -> dict[str, Any]:
+        if self._read is not None and self._read[0] == str(path):
+            return self._read[1]  # read once, by tacred.cli
+        return read_checkpoint(path)
+
+    def _resolved_config(self) -> dict[str, Any]:
+        """This command's whole configuration as plain data (what config.yaml holds), for the W&B run's config."""
+        import yaml
+
+        config = self.config.clone()
+        config[self.subcommand].trainer.logger = self._given_logger
+        return (yaml.safe_load(self.parser.dump(config, skip_none=False)) or {}).get(self.subcommand) or {}
+
+    def after_instantiate_classes(self) -> None:
+        check_launched_processes(self.trainer)
+        if self._start_checkpoint is not None:
+            cfg = self.config[self.subcommand] if self.subcommand else self.config
+            check_compatible(self._start_checkpoint, self.model, cfg.ckpt_path)
+            self._start_checkpoint = None
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, ConfigInCheckpoint):
+                callback.given_logger = self._given_logger
+        if wandb_loggers(self.trainer.loggers):
+            for logger in wandb_loggers(self.trainer.loggers):
+                # Lightning always passes `anonymous` to wandb.init, and wandb prints (straight to stderr, no filter
+                # can catch it) that the setting no longer has an effect. tacred's one use of a private Lightning
+                # attribute, for a message only: without it W&B runs print that line, nothing else changes
+                if logger._wandb_init.get("anonymous") is None:
+                    logger._wandb_init.pop("anonymous", None)
+            self.trainer.callbacks.append(WandbTracking(self._resolved_config(), self._final_step))
+        if self.subcommand != "fit":
+            self.model.overwrite_outputs = bool(self.config[self.subcommand].get("overwrite"))
+            # evaluating never rewrites the hyperparameters of the run that trained the model (vocab_path, say):
+            # the same values, saved again with Lightning's switch for not logging them
+            self.model.save_hyperparameters(dict(self.model.hparams), logger=False)
+            self.datamodule.save_hyperparameters(dict(self.datamodule.hparams), logger=False)
+        # Lightning's summary has a FLOPs column that stays 0 (it needs an example input): ours leaves it out
+        depth = summary_depth(self.config[self.subcommand].trainer.callbacks)
+        self.trainer.callbacks = [TextModelSummary(max_depth=depth) if isinstance(c, ModelSummary) else c
+                                  for c in self.trainer.callbacks]
+        if self.subcommand == "fit" and self.config.fit.ckpt_path:
+            import warnings
+
+            # resuming: the checkpoint folder is expected to hold the run's own checkpoints
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+        if self.subcommand == "predict":
+            self.trainer.callbacks.append(PredictionFileWriter())
+        if self.subcommand == "fit":
+            self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
+            self.trainer.callbacks.append(EpochSummary())
+        if not any(isinstance(c, Timer) for c in self.trainer.callbacks):
+            # no time limit: it stores the training time in every checkpoint, summed over a resumed run's legs
+            # (tacred.checkpoints.trained_seconds); present in every subcommand, so loading such a checkpoint
+            # finds the callback that wrote it
+            self.trainer.callbacks.append(Timer(verbose=False))
+        if self.subcommand == "fit" and self.trainer.logger is not None:
+            has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
+            if not has_lr_monitor:
+                self.trainer.callbacks.append(LearningRateMonitor(logging_interval="epoch"))
+
+

@@ -1,0 +1,307 @@
+"""The LightningModule: a thin shell around :class:`RelationNetwork` with the paper's training recipe."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+from tacred.data.batching import Batch, EncodedSplit
+from tacred.data.vocab import Vocabularies
+from tacred.evaluation.metrics import TacredScore
+from tacred.evaluation.threshold import apply_threshold, load_threshold
+from tacred.inference.trained import build_network, label_probabilities, read_trained, unfit_checkpoint
+from tacred.models.config import NetworkConfig
+from tacred.models.network import NetworkOutput
+from tacred.training.clipping import clip_grad_norm_, clip_grad_value_
+from tacred.training.schedule import LinearWarmup, build_schedule
+from tacred.training.validation import check_module
+
+
+class RelationExtractor(L.LightningModule):
+    """Relation classifier trained with SGD and the original code's learning-rate decay.
+
+    Args:
+        vocab: the run's vocabularies (linked from the data module; saved in every checkpoint).
+        word_vectors: pretrained word vectors (linked from the data module), or None.
+        network: architecture (:class:`NetworkConfig`).
+        lr, momentum, weight_decay: SGD.
+        lr_schedule: ``"stall"`` (the paper: :class:`DecayOnStall`), ``"cosine"`` (annealed to zero over
+            ``trainer.max_epochs``, blind to dev F1) or ``"linear"`` (per step: a warm-up over ``warmup_ratio`` of all
+            training steps, then down to zero; the fine-tuning rule of the transformer encoder).
+        optimizer: ``"sgd"`` (the paper) or ``"adamw"`` (the transformer encoder: ε 1e-6, ``weight_decay`` on every
+            weight matrix, none on biases and norms).
+        warmup_ratio: the share of training steps of the ``linear`` schedule's warm-up.
+        decay_start_epoch, decay_factor, decay_compare, decay_patience: the ``stall`` rule: from epoch
+            ``decay_start_epoch`` on, lr × ``decay_factor`` after ``decay_patience`` epochs in a row whose dev F1
+            did not beat the previous (``decay_compare: previous``) or the best (``best``) epoch.
+        no_relation_weight: cross-entropy weight of the no-relation class (1.0: unweighted).
+        output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
+        no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.evaluation.threshold`
+            (a number, or a ``threshold.json`` from ``tacred threshold tune``); None: the plain argmax.
+            Not saved in checkpoints: pass it when testing or predicting.
+        compile: run the network through ``torch.compile`` (pays off on GPUs; on the 2-core CPU of
+            docs/performance.md it made epochs slower). Word-embedding gradients are then dense: the compiler
+            cannot trace a sparse gradient's backward (data-dependent shapes) and would split the graph.
+        sparse_embedding: sparse word-embedding gradients when the recipe allows them (plain SGD, one process, not
+            compiled): the same update, summed in a different order (last-bit differences; docs/performance.md).
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabularies | None = None,
+        word_vectors: torch.Tensor | None = None,
+        network: NetworkConfig | None = None,
+        lr: float = 0.1,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        decay_start_epoch: int = 15,
+        decay_factor: float = 0.9,
+        decay_compare: str = "previous",
+        decay_patience: int = 1,
+        lr_schedule: str = "stall",
+        no_relation_weight: float = 1.0,
+        output_dir: str | None = None,
+        no_relation_threshold: float | str | None = None,
+        compile: bool = False,
+        sparse_embedding: bool = True,
+        optimizer: str = "sgd",
+        warmup_ratio: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if vocab is None:
+            raise ValueError("RelationExtractor needs the vocabularies (given by the data module or a checkpoint)")
+        check_module({"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+                      "decay_start_epoch": decay_start_epoch, "decay_factor": decay_factor,
+                      "decay_compare": decay_compare, "no_relation_weight": no_relation_weight,
+                      "no_relation_threshold": no_relation_threshold, "optimizer": optimizer,
+                      "warmup_ratio": warmup_ratio, "lr_schedule": lr_schedule})
+        if isinstance(network, dict):
+            network = NetworkConfig(**network)
+        network = network or NetworkConfig()
+        # where outputs go, the threshold (from `tacred threshold tune`) and compiling are choices of each
+        # test/predict command, kept out of checkpoints: on `tacred test --ckpt_path` LightningCLI applies a
+        # checkpoint's hyperparameters over the command line, which must not override them
+        self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold", "output_dir",
+                                          "compile"])
+        self.output_dir = output_dir
+        self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
+        self.vocab = vocab
+        self.network_config = network
+        self.net = build_network(network, vocab, word_vectors)
+        self.hparams["network"] = network.to_dict()  # after building: a transformer records its architecture
+        self.compiled = compile
+        if compile:
+            # in place, so parameter names (and checkpoints) stay those of the plain network
+            self.net.compile(dynamic=True)
+        weights = torch.ones(len(vocab.labels))
+        weights[vocab.no_relation_id] = no_relation_weight
+        self.register_buffer("class_weights", weights, persistent=False)
+        self.scores = torch.nn.ModuleDict({s: TacredScore(len(vocab.labels), vocab.no_relation_id) for s in ("val", "test")})
+        self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._epoch_ran_to_end = False  # every batch of the current training epoch ran (its lr step is due)
+
+    def setup(self, stage: str) -> None:
+        if torch.are_deterministic_algorithms_enabled():
+            # `deterministic: true` also fills every torch.empty with NaN (to expose reads of uninitialised memory):
+            # ~150 fills per training step here that every kernel then overwrites; the results are the same
+            torch.utils.deterministic.fill_uninitialized_memory = False
+
+    # -- steps --------------------------------------------------------------------------------------
+    def forward(self, batch: Batch) -> NetworkOutput:
+        return self.net(batch)
+
+    def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
+        # Reseed dropout (and RReLU, word dropout) from (seed, epoch, batch, rank) right before each step.
+        # Creating a DataLoader iterator draws from the global generator, and it happens before the first
+        # epoch's hooks in a fresh process but after them in later epochs, so a per-epoch reseed made a run
+        # resumed from last.ckpt diverge from an uninterrupted one.
+        seed = int(os.environ.get("PL_GLOBAL_SEED", 0))
+        mixed = ((seed * 1_000_003 + self.current_epoch) * 100_003 + batch_idx) * 7919 + self.global_rank
+        if self.device.type == "cpu":
+            # the CPU generator alone: torch.manual_seed also queues seeds for every accelerator backend,
+            # ~2 ms per step here; the CPU draws are the same
+            torch.default_generator.manual_seed(mixed % 2**63)
+        else:
+            torch.manual_seed(mixed % 2**63)
+
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        logits = self(batch).logits
+        loss = F.cross_entropy(logits, batch.labels, weight=self.class_weights)
+        self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), prog_bar=True, sync_dist=True)
+        return loss
+
+    def _eval_step(self, batch: Batch, stage: str) -> torch.Tensor:
+        logits = self(batch).logits
+        loss = F.cross_entropy(logits, batch.labels, weight=self.class_weights)
+        preds = logits.argmax(dim=-1)
+        if self.no_relation_threshold is not None:
+            probs = torch.softmax(logits.float(), dim=-1)
+            preds = apply_threshold(probs, self.vocab.no_relation_id, self.no_relation_threshold).to(preds.device)
+        self.scores[stage].update(preds, batch.labels)
+        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch), sync_dist=True)
+        return logits
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch: Batch, batch_idx: int) -> None:
+        logits = self._eval_step(batch, "test")
+        self._outputs.append((batch.index.cpu(), torch.softmax(logits.float(), dim=-1).cpu()))
+
+    def predict_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> torch.Tensor:
+        """Label probabilities (B, L); ``tacred predict`` writes them with :class:`tacred.training.callbacks.PredictionFileWriter`."""
+        return torch.softmax(self(batch).logits.float(), dim=-1).cpu()
+
+    def _log_scores(self, stage: str) -> dict[str, float]:
+        result = self.scores[stage].compute()
+        self.scores[stage].reset()
+        values = {k: float(v) for k, v in result.items()}
+        # compute() already summed the counts over all processes, so every rank holds the same values: "max"
+        # keeps them exact (a mean over ranks could round) and silences Lightning's missing-sync warning
+        self.log_dict({f"{stage}/{k}": v for k, v in values.items() if k != "f1"}, sync_dist=True, reduce_fx="max")
+        self.log(f"{stage}/f1", values["f1"], sync_dist=True, reduce_fx="max", prog_bar=stage == "val")
+        return values
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_scores("val")
+
+    def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
+        self._epoch_ran_to_end = batch_idx + 1 == self.trainer.num_training_batches
+
+    def on_train_epoch_end(self) -> None:
+        """The learning-rate rule, decided here (not by Lightning after the epoch-end callbacks) so that the
+        checkpoints written at this epoch's end (:class:`tacred.training.callbacks.LastCheckpoint`, ``best.ckpt``: checkpoint
+        callbacks run after this hook) already hold its result, in the optimizer's and the scheduler's state."""
+        if not self._epoch_ran_to_end:
+            return  # an epoch cut short (max_steps, a stop request): no decay, as Lightning would do
+        scheduler = self.lr_schedulers()
+        if isinstance(scheduler, LinearWarmup):
+            return  # a per-step schedule: lr_scheduler_step
+        if scheduler is None or scheduler.last_epoch > self.current_epoch:
+            return  # this epoch's step is in the state already (a run resumed at this epoch's end)
+        if isinstance(scheduler, ReduceLROnPlateau):
+            f1 = self.trainer.callback_metrics.get("val/f1")
+            if f1 is not None:  # no validation yet: nothing to compare
+                scheduler.step(float(f1))
+        else:
+            scheduler.step()
+
+    def lr_scheduler_step(self, scheduler: Any, metric: Any = None) -> None:
+        """Lightning steps the per-step ``linear`` schedule here; the epoch schedules are stepped by
+        :meth:`on_train_epoch_end` instead (see there)."""
+        if isinstance(scheduler, LinearWarmup):
+            scheduler.step()
+
+    def on_test_epoch_start(self) -> None:
+        self._outputs = []
+
+    def on_test_epoch_end(self) -> None:
+        from tacred.training.reports import stack_outputs, write_test_outputs
+
+        self._log_scores("test")
+        outputs, self._outputs = self._outputs, []
+        write_test_outputs(self, *stack_outputs(outputs, len(self.vocab.labels)))
+
+    # -- optimisation ---------------------------------------------------------------------------
+    def configure_optimizers(self) -> dict[str, Any]:
+        hp = self.hparams
+        # Sparse word-embedding gradients: only the rows of the batch's words are zeroed, clipped and updated,
+        # instead of the whole (V, 300) matrix every step. Plain SGD on a sparse gradient is the same update;
+        # momentum and weight decay would touch every row, DDP would all-reduce a sparse tensor, and a compiled
+        # network cannot trace the backward of one (data-dependent shapes: the compiler would split the graph).
+        world = self.trainer.world_size if self._trainer is not None else 1
+        kind = hp.get("optimizer", "sgd")
+        if hasattr(self.net, "embed"):  # the word-vocabulary networks
+            self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and kind == "sgd" and hp.momentum == 0
+                                           and hp.weight_decay == 0 and world == 1 and not self.compiled)
+        if kind == "adamw":
+            decayed = [p for n, p in self.named_parameters() if p.ndim >= 2 and "norm" not in n.lower()]
+            chosen = {id(p) for p in decayed}
+            rest = [p for p in self.parameters() if id(p) not in chosen]
+            optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": hp.weight_decay},
+                                           {"params": rest, "weight_decay": 0.0}], lr=hp.lr, eps=1e-6)
+        else:
+            optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum,
+                                        weight_decay=hp.weight_decay)
+        max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
+        schedule = hp.get("lr_schedule", "stall")
+        total_steps = int(self.trainer.estimated_stepping_batches) if schedule == "linear" else 0
+        scheduler, on_metric = build_schedule(schedule, optimizer, max_epochs or 0, hp.decay_start_epoch,
+                                              hp.decay_factor, hp.decay_compare, hp.get("decay_patience", 1),
+                                              total_steps, hp.get("warmup_ratio", 0.0))
+        if schedule == "linear":  # per step, stepped by Lightning through lr_scheduler_step
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        # registered with Lightning so that checkpoints save and restore its state; stepped by on_train_epoch_end
+        config: dict[str, Any] = {"scheduler": scheduler, "interval": "epoch"}
+        if on_metric:
+            config.update(monitor="val/f1", strict=False)  # Lightning requires a monitor for a ReduceLROnPlateau
+        return {"optimizer": optimizer, "lr_scheduler": config}
+
+    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
+                                    gradient_clip_algorithm: str | None = None) -> None:
+        """Lightning's clipping, or ours when a gradient is sparse (torch's ``clip_grad_norm_`` rejects those)."""
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if not gradient_clip_val or not any(p.grad is not None and p.grad.is_sparse for p in params):
+            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        elif gradient_clip_algorithm == "value":
+            clip_grad_value_(params, float(gradient_clip_val))
+        else:
+            clip_grad_norm_(params, float(gradient_clip_val))
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["tacred_vocab"] = self.vocab.to_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        saved = checkpoint.get("tacred_vocab")
+        if saved is not None and Vocabularies.from_dict(saved).fingerprint() != self.vocab.fingerprint():
+            raise ValueError(
+                "the checkpoint was trained with different vocabularies than the data module built; "
+                "pass --data.vocab_path <checkpoint> (tacred test/predict do this automatically)"
+            )
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None, hparams_file: Any = None,
+                             strict: bool | None = None, **kwargs: Any) -> RelationExtractor:  # type: ignore[override]
+        """Lightning's loader with the vocabularies that the checkpoint carries (they are not hyperparameters)."""
+        if "vocab" not in kwargs:
+            from tacred.checkpoints import read_checkpoint
+
+            kwargs["vocab"] = Vocabularies.from_dict(read_checkpoint(checkpoint_path)["tacred_vocab"])
+        return super().load_from_checkpoint(checkpoint_path, map_location=map_location, hparams_file=hparams_file,
+                                            strict=strict, **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
+        """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
+        from tacred.checkpoints import check_compatible
+
+        ckpt, vocab, network, hparams = read_trained(path)
+        try:
+            model = cls(vocab=vocab, network=network, **hparams)
+        except TypeError as err:
+            raise unfit_checkpoint(path, err) from None
+        check_compatible(ckpt, model, path)
+        model.load_state_dict(ckpt["state_dict"])
+        model.eval()
+        return model.to(map_location)
+
+    def split_probabilities(self, data: EncodedSplit, batch_size: int = 50) -> torch.Tensor:
+        """Label probabilities (N, L) of every example of an encoded split, in the split's order (no Trainer)."""
+        self.eval()
+        return label_probabilities(self, data, len(self.vocab.labels), batch_size)
+
+    def label_names(self) -> list[str]:
+        return list(self.vocab.labels.itos)
+
+    def describe(self) -> str:
+        trainable = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        return json.dumps({"trainable_parameters": trainable, "labels": len(self.vocab.labels)})
+

@@ -1,0 +1,184 @@
+"""The Python prediction API: every input form gives the same answer as the TACRED dict it stands for."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from tests.conftest import REPO
+
+MARKED = "<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said ."
+
+
+@pytest.fixture(scope="module")
+def model(checkpoint):
+    from tacred import load_model
+
+    return load_model(checkpoint)
+
+
+@pytest.fixture(scope="module")
+def test_examples(checkpoint) -> list[dict]:
+    return json.loads((checkpoint.parents[2] / "data" / "test.json").read_text())
+
+
+def test_tacred_dicts_match_the_test_command_and_never_load_spacy(model, checkpoint, test_examples, monkeypatch):
+    from tacred.data import spacy_pipeline
+    from tacred.data.batching import EncodedSplit
+    from tacred.data.examples import Example
+
+    monkeypatch.setattr(spacy_pipeline, "load_spacy", lambda *a, **k: pytest.fail("spaCy loaded for TACRED dicts"))
+    preds = model.predict(test_examples)
+    assert len(preds) == len(test_examples)
+    from tacred.training.module import RelationExtractor
+
+    lightning_model = RelationExtractor.from_checkpoint(checkpoint)  # what `tacred test` runs
+    data = EncodedSplit([Example.from_dict(ex, i) for i, ex in enumerate(test_examples)], lightning_model.vocab)
+    reference = lightning_model.split_probabilities(data)
+    # the same encoding (numpy), batches and network as `tacred test`, without Lightning: equal to the bit
+    assert torch.equal(torch.from_numpy(model.probabilities(test_examples)), reference)
+    for pred, row, ex in zip(preds, reference, test_examples, strict=True):
+        assert pred.id == ex["id"]
+        assert pred.relation == model.labels[int(row.argmax())]
+        assert pred.probability == pytest.approx(float(row.max()), abs=1e-6)
+        assert math.isclose(sum(pred.probabilities.values()), 1.0, abs_tol=1e-4)
+        assert list(pred.probabilities) == model.labels
+
+
+def test_a_single_input_gives_one_prediction_and_a_list_a_list(model, test_examples):
+    one = model.predict(test_examples[0])
+    assert not isinstance(one, list)
+    assert model.predict([test_examples[0]])[0] == one
+    assert model.infer(test_examples[0]) == (one.relation, one.probability)
+
+
+def test_a_gold_label_outside_the_model_is_ignored(model, test_examples):
+    ex = dict(test_examples[0], relation="not:a_label")
+    assert model.predict(ex).probabilities == model.predict(test_examples[0]).probabilities
+
+
+def test_all_input_forms_agree(model, nlp):
+    text = "Maria Lopez , the chief executive of Acme Holdings , said ."
+    tokens = text.split()
+    forms = [
+        MARKED,
+        {"text": MARKED},
+        {"text": text, "subj": [0, 11], "obj": [37, 50]},
+        {"text": text, "h": {"pos": [0, 11]}, "t": {"pos": [37, 50]}},
+        {"token": tokens, "h": {"pos": [0, 2]}, "t": {"pos": [7, 9]}},
+    ]
+    preds = model.predict(forms)
+    assert {(p.subject, p.object) for p in preds} == {("Maria Lopez", "Acme Holdings")}
+    for p in preds[1:]:
+        assert p.relation == preds[0].relation
+        assert p.probability == pytest.approx(preds[0].probability, abs=1e-6)
+    # the annotated example is the one `tacred annotate` writes for the same line
+    from tacred.data.annotate import annotate_marked
+
+    ex = annotate_marked([MARKED], nlp=nlp)[0]
+    assert model.predict(ex).probability == pytest.approx(preds[0].probability, abs=1e-6)
+
+
+def test_an_entity_type_given_with_the_tokens_is_used(model, nlp):
+    tokens = "Maria Lopez , the chief executive of Acme Holdings , said .".split()
+    typed = model.to_examples([{"token": tokens, "h": {"pos": [0, 2], "type": "PERSON"},
+                                "t": {"pos": [7, 9], "type": "MISC"}}])[0]
+    assert (typed["subj_type"], typed["obj_type"]) == ("PERSON", "MISC")
+    assert (typed["subj_start"], typed["subj_end"], typed["obj_start"], typed["obj_end"]) == (0, 1, 7, 8)
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("Maria Lopez works for Acme .", "no subject marker"),
+    ({"text": ""}, "'text' must be a non-empty string"),
+    ({"token": ["a", "b"], "h": {"pos": [0, 1]}, "t": {"pos": [1, 3]}}, "'t.pos' [1, 3) does not fit 2 tokens"),
+    ({"token": ["a", "b"], "h": {"pos": [0, 2]}, "t": {"pos": [1, 2]}}, "overlap"),
+    ({"token": ["a", ""], "h": {"pos": [0, 1]}, "t": {"pos": [1, 2]}}, "empty or non-string token"),
+    ({"token": ["a", "b"], "h": [0, 1], "t": {"pos": [1, 2]}}, "'h' must be an object"),
+    ({"sentence": "x"}, "found the keys ['sentence']"),
+    (42, "expected a string, a dict or a list"),
+    ([42], "expected a string or an object"),
+])
+def test_bad_inputs_are_errors_that_say_what_is_wrong(model, bad, message):
+    from tacred.inference.api import InputError
+
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        model.predict(bad)
+
+
+def test_a_bad_tacred_dict_names_the_item_of_the_batch(model, test_examples):
+    from tacred.inference.api import InputError
+
+    broken = dict(test_examples[1], stanford_pos=["NN"])
+    with pytest.raises(InputError, match=r"input 1: field 'stanford_pos' has 1 tags"):
+        model.predict([test_examples[0], broken])
+
+
+def test_load_model_predicts_without_importing_lightning(model, checkpoint, test_examples):
+    """The API rebuilds the network from the checkpoint with torch alone: ~3 s and ~280 MiB instead of ~7 s and
+    ~400 MiB with Lightning, torchmetrics, matplotlib and TorchDynamo (docs/performance.md)."""
+    import subprocess
+    import sys
+
+    probe = ("import json, sys; from tacred import load_model; "
+             f"pred = load_model({str(checkpoint)!r}).predict(json.loads(sys.stdin.read())); "
+             "print(pred.relation, sorted(m for m in ('lightning', 'torchmetrics', 'matplotlib', 'datasets', 'spacy') "
+             "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, input=json.dumps(test_examples[0]),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    relation, heavy = proc.stdout.strip().split(" ", 1)
+    assert heavy == "[]"
+    assert relation == model.predict(test_examples[0]).relation
+
+
+def test_a_threshold_turns_relations_into_no_relation(checkpoint, test_examples):
+    from tacred import load_model
+
+    strict = load_model(checkpoint, threshold=50.0).predict(test_examples)
+    assert {p.relation for p in strict} == {"no_relation"}
+
+
+def test_lightning_load_from_checkpoint_works(checkpoint, model, test_examples):
+    from tacred.training.module import RelationExtractor
+
+    loaded = RelationExtractor.load_from_checkpoint(checkpoint).eval()
+    for name, value in model.backend.module.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], value), name
+    assert loaded.vocab.fingerprint() == model.encoder.vocab.fingerprint()
+
+
+def test_predict_sentences_takes_the_options_of_predict_and_keeps_earlier_outputs(checkpoint, tmp_path, capsys,
+                                                                                     monkeypatch, nlp):
+    import io
+
+    from tacred.commands.predict_raw import main
+
+    argv = ["--ckpt_path", str(checkpoint), "--sentences", "-", "--num_threads", "1",
+            "--model.no_relation_threshold", "50", "--data.batch_size", "8", "--run_dir", str(tmp_path)]
+    for _ in range(2):
+        monkeypatch.setattr("sys.stdin", io.StringIO(MARKED + "\n"))
+        assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["line-1\tno_relation\t" + out[0].split("\t")[2] + "\tMaria Lopez -> Acme Holdings"] * 2
+    first = json.loads((tmp_path / "predictions.jsonl").read_text())
+    assert first["relation"] == "no_relation" and set(first["probabilities"]) == set(first["probabilities"])
+    assert (tmp_path / "predictions-1.jsonl").read_text() == (tmp_path / "predictions.jsonl").read_text()
+
+
+def test_the_readme_example_runs(checkpoint, nlp, capsys):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = next(b.split("\n", 1)[1] for b in readme.split("```python")[1:] if "load_model" in b)
+    run_folder = repr(str(checkpoint.parents[1]))
+    code = block.split("```", 1)[0].replace('"runs/demo"', run_folder)
+    assert run_folder in code
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example, as a user runs it
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) >= 3 and out[0].endswith("Maria Lopez -> Acme Holdings")
+    import re
+
+    for line in out[3:]:  # m.extract: relation, subject and its character offsets, object
+        found = re.fullmatch(r"(\S+) (.+) (\d+) (\d+) -> (.+)", line)
+        assert found and found.group(2, 3, 4) in {("Maria Lopez", "0", "11"), ("Acme Holdings", "36", "49")}
