@@ -1,5 +1,6 @@
 """Benchmark 7: the transformer encoder (all-MiniLM-L6-v2 with typed markers) beside the paper's network: training
-and inference sentences/s in fp32 at 1 and 2 threads, PyTorch eager against ONNX Runtime, and each row's peak RSS.
+and inference sentences/s in fp32 at 1 and 2 threads, PyTorch eager against ONNX Runtime (fp32, and int8 as
+``tacred export --quantize int8`` writes it), and each row's peak RSS.
 
 Every row runs in a fresh process (``--worker``), so its peak resident memory (``ru_maxrss``) is its own (in quick
 mode the rows share this process, and the column shows its high-water mark so far). Weights are
@@ -91,15 +92,19 @@ def _infer_torch(model: Any, split: Any, batches: list[list[int]], repeats: int)
 
 
 def _infer_onnx(model: Any, split: Any, batches: list[list[int]], repeats: int, threads: int, scratch: Path,
-                fused: bool = False) -> float:
-    """Sentences/s of the exported graph; ``fused``: after ONNX Runtime's BERT fusions (attention, layer norms, GELU)."""
+                fused: bool = False, int8: bool = False) -> float:
+    """Sentences/s of the exported graph; ``fused``: after ONNX Runtime's BERT fusions (attention, layer norms, GELU);
+    ``int8``: after ``tacred export --quantize int8``'s dynamic quantization."""
     import onnxruntime as ort
 
-    from tacred.inference.export import batch_inputs, export_onnx
+    from tacred.inference.export import batch_inputs, export_onnx, quantize_onnx
 
     path = scratch / f"{model.network_config.encoder}.onnx"
     model.net.eval()
     export_onnx(model, split, path)
+    if int8:
+        quantize_onnx(path, scratch / "int8.onnx")
+        path = scratch / "int8.onnx"
     if fused:
         from onnxruntime.transformers.optimizer import optimize_model
 
@@ -133,7 +138,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="tacred-bench-onnx-") as scratch:
             rate = (_infer_torch(model, split, batches, 1 if quick else 3) if task["what"] == "pytorch" else
                     _infer_onnx(model, split, batches, 1 if quick else 3, task["threads"], Path(scratch),
-                                fused=task["what"] == "onnxruntime_fused"))
+                                fused=task["what"] == "onnxruntime_fused", int8=task["what"] == "onnxruntime_int8"))
     return {"sentences_per_s": rate, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -160,18 +165,22 @@ def run(quick: bool = False) -> Table:
                       ["model", "what", "threads", "sentences/s", "peak RSS MiB"])
         rates: dict[tuple[str, str, int], float] = {}
         for kind, label in (("transformer", "MiniLM" if not quick else "tiny BERT"), ("paper", "paper network")):
-            for what in (("training", "pytorch", "onnxruntime") if kind == "transformer" else ("pytorch", "onnxruntime")):
+            inference = ("pytorch", "onnxruntime", "onnxruntime_int8")
+            for what in (("training", *inference) if kind == "transformer" else inference):
                 for threads in (1, 2):
                     task = {"kind": kind, "what": what, "threads": threads, "data_dir": str(data.data_dir),
                             "pretrained": pretrained, "quick": quick}
                     got = worker(task) if quick else _run_worker(task)  # quick: in-process, a smoke test
                     rates[(kind, what, threads)] = got["sentences_per_s"]
                     shown = {"training": "training step", "pytorch": "inference, PyTorch eager",
-                             "onnxruntime": "inference, ONNX Runtime"}[what]
+                             "onnxruntime": "inference, ONNX Runtime",
+                             "onnxruntime_int8": "inference, ONNX Runtime int8"}[what]
                     table.add(label, shown, threads, got["sentences_per_s"], got["peak_rss_mib"])
     for kind, label in (("transformer", "transformer"), ("paper", "paper network")):
         ratio = rates[(kind, "onnxruntime", 2)] / rates[(kind, "pytorch", 2)]
-        table.notes.append(f"{label}: ONNX Runtime ÷ PyTorch eager at 2 threads = {ratio:.2f}×.")
+        int8 = rates[(kind, "onnxruntime_int8", 2)] / rates[(kind, "pytorch", 2)]
+        table.notes.append(f"{label}: ONNX Runtime ÷ PyTorch eager at 2 threads = {ratio:.2f}× (fp32), {int8:.2f}× "
+                           "(int8, `tacred export --quantize int8`).")
     table.notes += [
         machine_line(), f"data: {data.source}.",
         f"training: {2 if quick else 20} steps of batch {BATCH} after 2 warm-up steps (forward, backward, clipping, "

@@ -115,13 +115,12 @@ def test_serving_table_has_requests_per_second_and_latency(quick_output):
 
 def test_transformer_table_has_training_and_both_inference_engines_per_thread_count(quick_output):
     rows = table_rows(quick_output[0], "Transformer encoder")
-    assert [(r[1], r[2]) for r in rows[:6]] == [(what, t) for what in ("training step", "inference, PyTorch eager",
-                                                                     "inference, ONNX Runtime") for t in "12"]
-    assert [(r[0], r[1]) for r in rows[6:]] == [("paper network", what) for what in (
-        "inference, PyTorch eager", "inference, PyTorch eager", "inference, ONNX Runtime", "inference, ONNX Runtime")]
+    inference = ("inference, PyTorch eager", "inference, ONNX Runtime", "inference, ONNX Runtime int8")
+    assert [(r[1], r[2]) for r in rows[:8]] == [(what, t) for what in ("training step", *inference) for t in "12"]
+    assert [(r[0], r[1], r[2]) for r in rows[8:]] == [("paper network", what, t) for what in inference for t in "12"]
     for row in rows:
         assert float(row[3].replace(",", "")) > 0 and float(row[4].replace(",", "")) > 0  # sentences/s, peak RSS
-    assert "ONNX Runtime ÷ PyTorch eager at 2 threads" in quick_output[0]
+    assert "ONNX Runtime ÷ PyTorch eager at 2 threads" in quick_output[0] and "(int8, `tacred export" in quick_output[0]
 
 
 def test_out_file_holds_the_printed_tables(quick_output):

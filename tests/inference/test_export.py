@@ -64,3 +64,63 @@ def test_an_existing_folder_is_never_overwritten_silently(exported, checkpoint, 
     assert "exists and is not empty" in capsys.readouterr().err
     assert (out / "README.md").read_text() == before
     assert main(["--ckpt_path", str(checkpoint), "--out", str(out), "--overwrite", "--format", "torch"]) == 0
+
+
+def test_an_int8_export_is_smaller_checked_against_pytorch_and_predicts(exported, checkpoint, tmp_path, capsys):
+    import onnx
+
+    from tacred import load_model
+    from tacred.commands.export import main
+
+    full, test_file = exported
+    out = tmp_path / "int8"
+    assert main(["--ckpt_path", str(checkpoint), "--out", str(out), "--quantize", "int8", "--min_agreement", "0"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "export.json").read_text())
+    assert summary["quantization"] == "int8" and summary["checked_on"] == test_file
+    assert f"PyTorch's label for {summary['quantized_agreement']:.2%}" in printed
+    assert 0.0 <= summary["quantized_agreement"] <= 1.0 and summary["quantized_max_abs_diff"] > 0.0
+    assert summary["quantized_f1"] is not None and summary["torch_f1"] is not None  # the test split has gold labels
+    ops = {node.op_type for node in onnx.load(str(out / "model.onnx")).graph.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} & ops, "the graph multiplies int8 weights"
+    assert not (out / "model.fp32.onnx").exists()
+    assert json.loads((out / "predictor.json").read_text())["quantization"] == "int8"
+    assert "is quantized (int8" in (out / "README.md").read_text()
+    examples = json.loads(Path(test_file).read_text())
+    predicted = [p.relation for p in load_model(out).predict(examples)]
+    assert len(predicted) == len(examples) and set(predicted) <= set(json.loads((out / "labels.json").read_text()))
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--quantize", "int8", "--min_agreement", "1.5"], "min_agreement 1.5: a share of examples in [0, 1]"),
+    (["--quantize", "int8", "--format", "torch"], "only int8, with the onnx format"),
+])
+def test_a_wrong_quantization_request_is_one_line(checkpoint, tmp_path, capsys, extra, message):
+    from tacred.commands.export import main
+
+    assert main(["--ckpt_path", str(checkpoint), "--out", str(tmp_path / "x"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_int8_export_below_the_agreement_asked_for_fails_and_leaves_nothing(checkpoint, tmp_path, capsys,
+                                                                              monkeypatch):
+    from tacred.commands.export import main
+    from tacred.inference import export
+
+    checks = []
+    real = export.onnx_agreement
+
+    def disagreeing(*args, **kwargs):  # the float32 check as it is; the quantized graph agrees on 3 examples in 4
+        found = real(*args, **kwargs)
+        checks.append(found)
+        return found | {"agreement": 0.75} if len(checks) == 2 else found
+
+    monkeypatch.setattr(export, "onnx_agreement", disagreeing)
+    assert main(["--ckpt_path", str(checkpoint), "--out", str(tmp_path / "x"), "--quantize", "int8",
+                 "--min_agreement", "0.8"]) == 2
+    err = capsys.readouterr().err
+    assert "int8 model predicts PyTorch's label for 75.00% of the 40 examples checked (< 80.00%)" in err
+    assert len(checks) == 2 and not (tmp_path / "x").exists()
+    assert not list(tmp_path.glob(".x.partial*")), "no half-written folder is left behind"
