@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.callbacks import Callback
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from tacred.data.batching import Batch, EncodedSplit
@@ -20,6 +20,7 @@ from tacred.inference.trained import build_network, label_probabilities, read_tr
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
 from tacred.training.clipping import clip_grad_norm_, clip_grad_value_
+from tacred.training.reproducibility import ReproducibleSteps
 from tacred.training.schedule import LinearWarmup, build_schedule
 from tacred.training.validation import check_module
 
@@ -107,29 +108,13 @@ class RelationExtractor(L.LightningModule):
         self._outputs: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._epoch_ran_to_end = False  # every batch of the current training epoch ran (its lr step is due)
 
-    def setup(self, stage: str) -> None:
-        if torch.are_deterministic_algorithms_enabled():
-            # `deterministic: true` also fills every torch.empty with NaN (to expose reads of uninitialised memory):
-            # ~150 fills per training step here that every kernel then overwrites; the results are the same
-            torch.utils.deterministic.fill_uninitialized_memory = False
+    def configure_callbacks(self) -> list[Callback]:
+        """Every Trainer that runs this model reseeds before each training step (:class:`ReproducibleSteps`)."""
+        return [ReproducibleSteps()]
 
     # -- steps --------------------------------------------------------------------------------------
     def forward(self, batch: Batch) -> NetworkOutput:
         return self.net(batch)
-
-    def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
-        # Reseed dropout (and RReLU, word dropout) from (seed, epoch, batch, rank) right before each step.
-        # Creating a DataLoader iterator draws from the global generator, and it happens before the first
-        # epoch's hooks in a fresh process but after them in later epochs, so a per-epoch reseed made a run
-        # resumed from last.ckpt diverge from an uninterrupted one.
-        seed = int(os.environ.get("PL_GLOBAL_SEED", 0))
-        mixed = ((seed * 1_000_003 + self.current_epoch) * 100_003 + batch_idx) * 7919 + self.global_rank
-        if self.device.type == "cpu":
-            # the CPU generator alone: torch.manual_seed also queues seeds for every accelerator backend,
-            # ~2 ms per step here; the CPU draws are the same
-            torch.default_generator.manual_seed(mixed % 2**63)
-        else:
-            torch.manual_seed(mixed % 2**63)
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         logits = self(batch).logits
