@@ -10,7 +10,6 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import Callback
-from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from tacred.data.batching import Batch, EncodedSplit
 from tacred.data.vocab import Vocabularies
@@ -21,7 +20,7 @@ from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
 from tacred.training.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.training.reproducibility import ReproducibleSteps
-from tacred.training.schedule import LinearWarmup, build_schedule
+from tacred.training.schedule import DecayOnStall, build_schedule
 from tacred.training.validation import check_module
 
 
@@ -161,28 +160,29 @@ class RelationExtractor(L.LightningModule):
         self._epoch_ran_to_end = batch_idx + 1 == self.trainer.num_training_batches
 
     def on_train_epoch_end(self) -> None:
-        """The learning-rate rule, decided here (not by Lightning after the epoch-end callbacks) so that the
-        checkpoints written at this epoch's end (:class:`tacred.training.callbacks.LastCheckpoint`, ``best.ckpt``: checkpoint
-        callbacks run after this hook) already hold its result, in the optimizer's and the scheduler's state."""
-        if not self._epoch_ran_to_end:
-            return  # an epoch cut short (max_steps, a stop request): no decay, as Lightning would do
+        """The paper's rule (``lr_schedule: stall``, :class:`DecayOnStall`) is stepped here, with this epoch's dev F1,
+        rather than by Lightning; the other schedules are Lightning's to step (:meth:`lr_scheduler_step`).
+
+        Lightning steps a metric-driven scheduler after the epoch-end checkpoint callbacks, and skips that step
+        when a run restarts from a checkpoint written there (``FitLoop.on_advance_end``): ``last.ckpt`` and
+        ``best.ckpt`` would hold the learning rate before the epoch's decay, and a run resumed from ``last.ckpt``
+        would lose the decay. This hook runs before those callbacks (:class:`tacred.training.callbacks.LastCheckpoint`,
+        ``ModelCheckpoint``), so they save the decayed rate. (``cosine`` needs no such care: Lightning steps an
+        epoch schedule without a metric right after the epoch's last batch, before the checkpoints.)"""
         scheduler = self.lr_schedulers()
-        if isinstance(scheduler, LinearWarmup):
-            return  # a per-step schedule: lr_scheduler_step
-        if scheduler is None or scheduler.last_epoch > self.current_epoch:
+        if not isinstance(scheduler, DecayOnStall) or not self._epoch_ran_to_end:
+            return  # another schedule, or an epoch cut short (max_steps, a stop request): no decay, as in Lightning
+        if scheduler.last_epoch > self.current_epoch:
             return  # this epoch's step is in the state already (a run resumed at this epoch's end)
-        if isinstance(scheduler, ReduceLROnPlateau):
-            f1 = self.trainer.callback_metrics.get("val/f1")
-            if f1 is not None:  # no validation yet: nothing to compare
-                scheduler.step(float(f1))
-        else:
-            scheduler.step()
+        f1 = self.trainer.callback_metrics.get("val/f1")
+        if f1 is not None:  # no validation yet: nothing to compare
+            scheduler.step(float(f1))
 
     def lr_scheduler_step(self, scheduler: Any, metric: Any = None) -> None:
-        """Lightning steps the per-step ``linear`` schedule here; the epoch schedules are stepped by
-        :meth:`on_train_epoch_end` instead (see there)."""
-        if isinstance(scheduler, LinearWarmup):
-            scheduler.step()
+        """Lightning's step (``linear`` after every optimizer step, ``cosine`` after every epoch), except for the
+        paper's rule, which :meth:`on_train_epoch_end` steps (see there for why)."""
+        if not isinstance(scheduler, DecayOnStall):
+            super().lr_scheduler_step(scheduler, metric)
 
     def on_test_epoch_start(self) -> None:
         self._outputs = []
@@ -201,7 +201,8 @@ class RelationExtractor(L.LightningModule):
         # instead of the whole (V, 300) matrix every step. Plain SGD on a sparse gradient is the same update;
         # momentum and weight decay would touch every row, DDP would all-reduce a sparse tensor, and a compiled
         # network cannot trace the backward of one (data-dependent shapes: the compiler would split the graph).
-        world = self.trainer.world_size if self._trainer is not None else 1
+        trainer = self._attached_trainer()
+        world = trainer.world_size if trainer is not None else 1
         kind = hp.get("optimizer", "sgd")
         if hasattr(self.net, "embed"):  # the word-vocabulary networks
             self.net.embed.words.sparse = (hp.get("sparse_embedding", True) and kind == "sgd" and hp.momentum == 0
@@ -215,19 +216,25 @@ class RelationExtractor(L.LightningModule):
         else:
             optimizer = torch.optim.SGD(self.parameters(), lr=hp.lr, momentum=hp.momentum,
                                         weight_decay=hp.weight_decay)
-        max_epochs = self.trainer.max_epochs if self._trainer is not None else 0
+        max_epochs = trainer.max_epochs if trainer is not None else 0
         schedule = hp.get("lr_schedule", "stall")
         total_steps = int(self.trainer.estimated_stepping_batches) if schedule == "linear" else 0
         scheduler, on_metric = build_schedule(schedule, optimizer, max_epochs or 0, hp.decay_start_epoch,
                                               hp.decay_factor, hp.decay_compare, hp.get("decay_patience", 1),
                                               total_steps, hp.get("warmup_ratio", 0.0))
-        if schedule == "linear":  # per step, stepped by Lightning through lr_scheduler_step
-            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
-        # registered with Lightning so that checkpoints save and restore its state; stepped by on_train_epoch_end
-        config: dict[str, Any] = {"scheduler": scheduler, "interval": "epoch"}
+        # Lightning saves and restores the scheduler's state in checkpoints and steps it (lr_scheduler_step), per step
+        # for `linear`, per epoch otherwise
+        config: dict[str, Any] = {"scheduler": scheduler, "interval": "step" if schedule == "linear" else "epoch"}
         if on_metric:
             config.update(monitor="val/f1", strict=False)  # Lightning requires a monitor for a ReduceLROnPlateau
         return {"optimizer": optimizer, "lr_scheduler": config}
+
+    def _attached_trainer(self) -> L.Trainer | None:
+        """The Trainer running this model, or None (``configure_optimizers`` called directly, as in tests)."""
+        try:
+            return self.trainer
+        except RuntimeError:  # Lightning's answer for a model not attached to a Trainer
+            return None
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:

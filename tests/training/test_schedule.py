@@ -1,11 +1,15 @@
-"""DecayOnStall (tacred/training/schedule.py): start epoch, factor, previous vs best, patience."""
+"""DecayOnStall (tacred/training/schedule.py): start epoch, factor, previous vs best, patience; a cosine run that\nresumes keeps its schedule."""
 
 from __future__ import annotations
+
+import csv
+from pathlib import Path
 
 import pytest
 import torch
 
 from tacred.training.schedule import DecayOnStall
+from tests.conftest import REPO, run_in_process
 
 
 def _run(scores: list[float], lr: float = 1.0, groups: int = 1, **kwargs: object) -> tuple[list[list[float]], DecayOnStall]:
@@ -61,3 +65,28 @@ def test_bad_options_are_refused(kwargs: dict, message: str) -> None:
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     with pytest.raises(ValueError, match=message):
         DecayOnStall(opt, **kwargs)
+
+
+def lr_rows(run: Path) -> list[tuple[int, float, str]]:
+    """(epoch, lr at its start, dev F1) from metrics.csv."""
+    with open(run / "metrics.csv", encoding="utf-8", newline="") as f:
+        return [(int(r["epoch"]), float(r["lr-SGD"]), r["val/f1"]) for r in csv.DictReader(f)]
+
+
+@pytest.mark.slow  # two tiny trainings and a resumed one, in this process
+def test_a_cosine_run_stopped_and_resumed_anneals_like_an_uninterrupted_one(demo_data: Path, tmp_path: Path) -> None:
+    """``cosine`` is Lightning's to step (after an epoch's last batch): the epoch-end checkpoint holds the step, so
+    the resumed run neither repeats nor skips one."""
+    fit = ["fit", "--config", str(REPO / "configs" / "demo.yaml"), "--data.data_dir", str(demo_data),
+           "--model.network.word_dim", "24", "--model.network.ffn_dim", "16", "--model.network.attention_dim", "16",
+           "--model.lr_schedule", "cosine", "--trainer.max_epochs", "3"]
+    run_in_process(*fit, "--run_dir", str(tmp_path / "straight"))
+    run_in_process(*fit, "--run_dir", str(tmp_path / "resumed"), "--trainer.max_steps", "10")  # 2 epochs of 5 batches
+    assert [epoch for epoch, _, _ in lr_rows(tmp_path / "resumed")] == [0, 1]
+    run_in_process(*fit, "--run_dir", str(tmp_path / "resumed"))
+    straight = lr_rows(tmp_path / "straight")
+    assert [lr for _, lr, _ in straight] == pytest.approx([0.1, 0.075, 0.025])  # 0.1 (1 + cos(pi e / 3)) / 2
+    assert lr_rows(tmp_path / "resumed") == straight
+    for run in ("straight", "resumed"):
+        ckpt = torch.load(tmp_path / run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+        assert ckpt["optimizer_states"][0]["param_groups"][0]["lr"] == pytest.approx(0.0, abs=1e-12)
