@@ -9,9 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.utilities.cloud_io import get_filesystem
+from lightning.pytorch.core.saving import save_hparams_to_yaml
 from lightning.pytorch.loggers import CSVLogger
-from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.utilities import rank_zero_only
 
 from tacred.io import atomic_path
@@ -24,20 +23,24 @@ def _number(text: str) -> float | int | None:
     return int(value) if value.is_integer() and "." not in str(text) and "e" not in str(text).lower() else value
 
 
-class EpochRowWriter(ExperimentWriter):
+class EpochRowWriter:
     """``metrics.csv`` with one row per epoch: everything logged for an epoch, plus what was logged without an epoch
     just before it (the learning rate at the epoch's start), merged into that epoch's row. The file is rewritten
     whole (atomically) on every save; an existing file is read first and continued, and an epoch logged again (a
-    resumed run repeating an unfinished epoch) replaces its values."""
+    resumed run repeating an unfinished epoch) replaces its values.
 
-    def __init__(self, log_dir: str) -> None:  # Lightning's __init__ would delete an existing metrics.csv
-        self.hparams: dict[str, Any] = {}
-        self.metrics: list[dict[str, float]] = []
-        self.metrics_keys: list[str] = []
-        self._fs = get_filesystem(log_dir)
+    What :class:`ResumableCSVLogger` hands its ``experiment`` (Lightning's ``ExperimentWriter`` would delete an
+    existing ``metrics.csv``): ``log_metrics``, ``log_hparams`` (``hparams.yaml``, as Lightning writes it) and
+    ``save``."""
+
+    NAME_METRICS_FILE = "metrics.csv"
+    NAME_HPARAMS_FILE = "hparams.yaml"
+
+    def __init__(self, log_dir: str) -> None:
         self.log_dir = log_dir
         self.metrics_file_path = os.path.join(log_dir, self.NAME_METRICS_FILE)
-        self._fs.makedirs(log_dir, exist_ok=True)
+        os.makedirs(log_dir, exist_ok=True)
+        self.hparams: dict[str, Any] = {}
         self.rows: dict[int, dict[str, Any]] = {}
         self._pending: dict[str, Any] = {}  # logged without an epoch: goes into the next epoch's row
         self._dirty = False
@@ -48,6 +51,15 @@ class EpochRowWriter(ExperimentWriter):
                     self._add({k: v for k, v in ((k, _number(v)) for k, v in row.items() if k) if v is not None})
             self._pending = {}
             self._dirty = False
+
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        """The rows by epoch (Lightning's CSV logger counts them for a step it was not given)."""
+        return [self.rows[epoch] for epoch in sorted(self.rows)]
+
+    def log_hparams(self, params: dict[str, Any]) -> None:
+        self.hparams.update(params)
+        save_hparams_to_yaml(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
 
     def _add(self, metrics: dict[str, Any]) -> None:
         if metrics.get("epoch") is None:
