@@ -211,12 +211,6 @@ class TacredCLI(LightningCLI):
             if isinstance(callback, ConfigInCheckpoint):
                 callback.given_logger = self._given_logger
         if wandb_loggers(self.trainer.loggers):
-            for logger in wandb_loggers(self.trainer.loggers):
-                # Lightning always passes `anonymous` to wandb.init, and wandb prints (straight to stderr, no filter
-                # can catch it) that the setting no longer has an effect. tacred's one use of a private Lightning
-                # attribute, for a message only: without it W&B runs print that line, nothing else changes
-                if logger._wandb_init.get("anonymous") is None:
-                    logger._wandb_init.pop("anonymous", None)
             self.trainer.callbacks.append(WandbTracking(self._resolved_config(), self._final_step))
         if self.subcommand != "fit":
             self.model.overwrite_outputs = bool(self.config[self.subcommand].get("overwrite"))

@@ -5,17 +5,29 @@ confusion matrix."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 
 from tacred.evaluation.scoring import Score
 
 RUN_ID_KEY = "tacred_wandb_run_id"
-FINAL_STEP_ATTR = "tacred_final_step"  # set on a W&B logger by WandbTracking: the step test results are logged at
+LIGHTNING_WANDB_LOGGERS = ("lightning.pytorch.loggers.WandbLogger", "lightning.pytorch.loggers.wandb.WandbLogger")
 RELATION_COLUMNS = ["relation", "precision", "recall", "f1", "gold", "guessed", "correct"]
+
+
+class WandbLogger(LightningWandbLogger):
+    """Lightning's W&B logger (the same arguments), which logs at :attr:`evaluated_step` when it is set: ``tacred
+    test``/``validate`` set it to the training step of the checkpoint they evaluate, so their metrics land at that
+    step of the training's W&B run, not at step 0. The CLI uses it wherever a config names Lightning's."""
+
+    evaluated_step: int | None = None
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        super().log_metrics(metrics, step=step if self.evaluated_step is None else self.evaluated_step)
 
 
 def _class_name(logger_cfg: Any) -> str:
@@ -33,7 +45,7 @@ def fill_logger_defaults(logger: Any, run_dir: Path, subcommand: str) -> None:
     """Give configured loggers the run folder where ``save_dir`` is "" or null: CSV loggers (and for
     ``ResumableCSVLogger`` an unset ``version``: "" for fit, i.e. ``RUN/metrics.csv``, else ``RUN/<command>/``), and
     W&B loggers unless WANDB_DIR is set, and as the W&B run's name unless one is configured. (A CSV logger requires a
-    save_dir, hence "" in configs.)"""
+    save_dir, hence "" in configs.) Lightning's WandbLogger becomes :class:`WandbLogger`, with the same arguments."""
     for entry in logger_configs(logger):
         args = entry.init_args
         name = _class_name(entry)
@@ -43,6 +55,8 @@ def fill_logger_defaults(logger: Any, run_dir: Path, subcommand: str) -> None:
             if name == "ResumableCSVLogger" and args.get("version") is None:
                 args.version = "" if subcommand == "fit" else subcommand
         elif name == "WandbLogger":
+            if entry.class_path in LIGHTNING_WANDB_LOGGERS:
+                entry.class_path = f"{WandbLogger.__module__}.{WandbLogger.__qualname__}"
             if not args.get("save_dir") and not args.get("dir") and not os.environ.get("WANDB_DIR"):
                 args.save_dir = str(run_dir)
             if not args.get("name") and not os.environ.get("WANDB_NAME"):
@@ -63,11 +77,7 @@ def resume_wandb_run(logger: Any, checkpoint: dict[str, Any] | None) -> None:
 
 def wandb_loggers(loggers: Sequence[Any]) -> list[Any]:
     """The W&B loggers among a trainer's loggers."""
-    try:
-        from lightning.pytorch.loggers import WandbLogger
-    except ImportError:  # pragma: no cover - Lightning without the wandb extra
-        return []
-    return [logger for logger in loggers if isinstance(logger, WandbLogger)]
+    return [logger for logger in loggers if isinstance(logger, LightningWandbLogger)]
 
 
 def relation_rows(result: Score) -> list[list[Any]]:
@@ -89,7 +99,7 @@ def log_test_results(loggers: Sequence[Any], result: Score, gold: Sequence[str],
         raise ValueError(f"{stage}: labels {unknown[:5]} are not among the model's {len(labels)} labels")
     for logger in active:
         run = logger.experiment
-        step = getattr(logger, FINAL_STEP_ATTR, None)
+        step = getattr(logger, "evaluated_step", None)
         run.log({
             **({"trainer/global_step": step} if step is not None else {}),
             f"{stage}/relations": wandb.Table(columns=RELATION_COLUMNS, data=relation_rows(result)),
@@ -121,8 +131,8 @@ class WandbTracking(Callback):
             return
         for logger in wandb_loggers(trainer.loggers):
             if stage != "fit":
-                if self.final_step is not None:
-                    _log_at_step(logger, self.final_step)
+                if self.final_step is not None and isinstance(logger, WandbLogger):
+                    logger.evaluated_step = self.final_step
                 continue
             run = logger.experiment
             run.define_metric("val/f1", step_metric="trainer/global_step", step_sync=True, summary="max")
@@ -134,15 +144,3 @@ class WandbTracking(Callback):
         if ids:
             checkpoint[RUN_ID_KEY] = ids[0]
 
-
-def _log_at_step(logger: Any, step: int) -> None:
-    """Make ``logger`` log every metric at ``step``: a test after training belongs at the training's last step."""
-    if getattr(logger, FINAL_STEP_ATTR, None) is not None:
-        return
-    setattr(logger, FINAL_STEP_ATTR, step)
-    log_metrics = logger.log_metrics
-
-    def at_final_step(metrics: dict[str, Any], step: int | None = None) -> None:
-        log_metrics(metrics, step=getattr(logger, FINAL_STEP_ATTR))
-
-    logger.log_metrics = at_final_step
