@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import logging
 import os
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary, Timer
@@ -85,6 +86,21 @@ def check_launched_processes(trainer: Any) -> None:
 
 
 class TacredCLI(LightningCLI):
+    """LightningCLI with tacred's run folders, resuming, checkpoints and loggers.
+
+    ``TacredCLI(args=["fit", ...])`` builds the parser of that one command only, as each parser introspects the
+    Trainer's, the model's and the data module's signatures. Lightning reads the commands from the class
+    (:meth:`subcommands`), so the instance is one of a subclass that names a single command (:func:`_one_command`).
+    """
+
+    command: ClassVar[str | None] = None  # the one sub-command this class parses; None: all of Lightning's
+
+    def __new__(cls, args: list[str] | None = None, *rest: Any, **kwargs: Any) -> TacredCLI:
+        command = args[0] if isinstance(args, list | tuple) and args else None  # a dict is parsed as a whole
+        if cls.command is None and command in LightningCLI.subcommands():
+            cls = _one_command(cls, command)
+        return super().__new__(cls)
+
     def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None,
                  checkpoint: tuple[str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
         """``checkpoint``: (path, contents) of the ``--ckpt_path`` file when the caller has read it already."""
@@ -92,14 +108,10 @@ class TacredCLI(LightningCLI):
         self._guard = guard or RunFolderGuard()
         self._read = checkpoint
         self._start_checkpoint: dict[str, Any] | None = None
-        # only the parser of the command being run is built: each one introspects the Trainer's, the model's
-        # and the data module's signatures, and `tacred --help` is answered by tacred.cli
-        every = LightningCLI.subcommands()
-        self._commands = {args[0]: every[args[0]]} if args and args[0] in every else every
         self._verbose_given = any(a == "--verbose" or a.startswith("--verbose=") for a in args or [])
         # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
         exit_on_error = {"exit_on_error": False}
-        parser_kwargs = {**{name: exit_on_error for name in self._commands}, **exit_on_error}
+        parser_kwargs = {**{name: exit_on_error for name in self.subcommands()}, **exit_on_error}
         super().__init__(
             RelationExtractor, TacredDataModule, args=args,
             save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
@@ -107,9 +119,11 @@ class TacredCLI(LightningCLI):
             parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
         )
 
-    def subcommands(self) -> dict[str, set[str]]:  # type: ignore[override]  # a staticmethod in LightningCLI
-        """Lightning's sub-commands, narrowed to the one this command line runs (see ``__init__``)."""
-        return self._commands
+    @classmethod
+    def subcommands(cls) -> dict[str, set[str]]:
+        """Lightning's sub-commands, or only :attr:`command` when the class names one."""
+        every = LightningCLI.subcommands()
+        return every if cls.command is None else {cls.command: every[cls.command]}
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None,
@@ -119,8 +133,7 @@ class TacredCLI(LightningCLI):
                                  "'never' starts over and overwrites the folder's checkpoints.")
         parser.add_argument("--num_threads", type=int | None, default=None,
                             help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
-        command = next(iter(self._commands)) if len(self._commands) == 1 else None  # the one parser being built
-        if command in ("test", "predict"):
+        if self.command in ("test", "predict"):
             parser.add_argument("--overwrite", type=bool, default=False,
                                 help="Replace earlier outputs in the output folder (test_predictions.jsonl, "
                                      "test_score.txt, test_metrics.json, predictions.jsonl); by default a new name is "
@@ -242,4 +255,7 @@ class TacredCLI(LightningCLI):
             if not has_lr_monitor:
                 self.trainer.callbacks.append(LearningRateMonitor(logging_interval="epoch"))
 
-
+@cache
+def _one_command(cls: type[TacredCLI], command: str) -> type[TacredCLI]:
+    """``cls`` narrowed to ``command`` (its :meth:`~TacredCLI.subcommands`); one class per command and process."""
+    return type(f"{cls.__name__}_{command}", (cls,), {"command": command, "__module__": cls.__module__})
