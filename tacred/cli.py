@@ -147,11 +147,7 @@ def run_lightning(argv: list[str]) -> int:
                 checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
                 warn_replaced_options(argv, checkpoint)
                 argv = with_checkpoint_config(argv, checkpoint)
-            import warnings
-
             from tacred.training.cli import TacredCLI
-
-            warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
 
             TacredCLI(args=argv, guard=guard, checkpoint=None if checkpoint is None else (ckpt_path, checkpoint))
         except BaseException:

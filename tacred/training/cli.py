@@ -104,7 +104,6 @@ class TacredCLI(LightningCLI):
     def __init__(self, args: list[str] | None = None, guard: RunFolderGuard | None = None,
                  checkpoint: tuple[str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
         """``checkpoint``: (path, contents) of the ``--ckpt_path`` file when the caller has read it already."""
-        quiet_libraries()
         self._guard = guard or RunFolderGuard()
         self._read = checkpoint
         self._start_checkpoint: dict[str, Any] | None = None
@@ -112,12 +111,13 @@ class TacredCLI(LightningCLI):
         # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
         exit_on_error = {"exit_on_error": False}
         parser_kwargs = {**{name: exit_on_error for name in self.subcommands()}, **exit_on_error}
-        super().__init__(
-            RelationExtractor, TacredDataModule, args=args,
-            save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
-            load_from_checkpoint_support=False, auto_configure_optimizers=False,
-            parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
-        )
+        with quiet_libraries():  # the whole command: parsing, and the Trainer's run
+            super().__init__(
+                RelationExtractor, TacredDataModule, args=args,
+                save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
+                load_from_checkpoint_support=False, auto_configure_optimizers=False,
+                parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
+            )
 
     @classmethod
     def subcommands(cls) -> dict[str, set[str]]:
@@ -235,11 +235,6 @@ class TacredCLI(LightningCLI):
         depth = summary_depth(self.config[self.subcommand].trainer.callbacks)
         self.trainer.callbacks = [TextModelSummary(max_depth=depth) if isinstance(c, ModelSummary) else c
                                   for c in self.trainer.callbacks]
-        if self.subcommand == "fit" and self.config.fit.ckpt_path:
-            import warnings
-
-            # resuming: the checkpoint folder is expected to hold the run's own checkpoints
-            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
         if self.subcommand == "predict":
             self.trainer.callbacks.append(PredictionFileWriter())
         if self.subcommand == "fit":
@@ -254,6 +249,7 @@ class TacredCLI(LightningCLI):
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:
                 self.trainer.callbacks.append(LearningRateMonitor(logging_interval="epoch"))
+
 
 @cache
 def _one_command(cls: type[TacredCLI], command: str) -> type[TacredCLI]:

@@ -1,7 +1,7 @@
-"""Silence messages of the libraries underneath that a user of ``tacred`` cannot act on.
+"""Silence messages of the libraries underneath that a user of ``tacred`` would otherwise see and cannot act on.
 
 Each entry says why it is dropped. Everything else Lightning, torch or LitServe says is still shown; ``tacred``'s own
-warnings say what to do.
+warnings say what to do. The filters hold while a command runs (:func:`quiet_libraries`) and are removed after.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Iterator
 # (logged message prefix, why it is not shown)
 DROPPED_LOG_MESSAGES = (
     ("💡 Tip: For seamless cloud logging", "an advertisement for another package, printed by every Trainer"),
-    ("`weights_only` was not set", "Lightning's note on its own checkpoint format; tacred sets what it needs"),
 )
 # (warning message regex, why it is not shown)
 IGNORED_WARNINGS = (
@@ -23,7 +22,10 @@ IGNORED_WARNINGS = (
     (r".*LightningCLI's args parameter is intended", "tacred passes its command line on purpose"),
     (r".*You are using a custom batch sampler `BucketBatchSampler` for prediction",
      "tacred's own sampler: in evaluation it yields every example once, never drops a batch (tests check it)"),
+    (r"Checkpoint directory .* exists and is not empty",
+     "the run's own checkpoints: fit resumes from them or, with --resume never, says it overwrites them"),
 )
+LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
 
 
 class _DropMessages(logging.Filter):
@@ -32,20 +34,25 @@ class _DropMessages(logging.Filter):
         return not any(message.startswith(prefix) for prefix, _ in DROPPED_LOG_MESSAGES)
 
 
-_FILTER = _DropMessages()
-
-
-def quiet_libraries() -> None:
-    """Install the filters (idempotent): on the handlers Lightning attaches to its loggers, and in ``warnings``."""
-    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """While the block runs: :data:`IGNORED_WARNINGS` ignored, and :data:`DROPPED_LOG_MESSAGES` dropped by
+    Lightning's loggers and the handlers Lightning attaches to them. Everything is as before after the block."""
+    drop = _DropMessages()
+    targets: list[logging.Filterer] = []
+    for name in LIGHTNING_LOGGERS:
         logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
-        for handler in logger.handlers:
-            if _FILTER not in handler.filters:
-                handler.addFilter(_FILTER)
-    for pattern, _ in IGNORED_WARNINGS:
-        warnings.filterwarnings("ignore", message=pattern)
+        targets += [logger, *logger.handlers]
+    with warnings.catch_warnings():
+        for pattern, _ in IGNORED_WARNINGS:
+            warnings.filterwarnings("ignore", message=pattern)
+        for target in targets:
+            target.addFilter(drop)
+        try:
+            yield
+        finally:
+            for target in targets:
+                target.removeFilter(drop)
 
 
 @contextlib.contextmanager

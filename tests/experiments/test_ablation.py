@@ -12,7 +12,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -471,8 +470,7 @@ def parsed_config(variant: Path, data_dir: Path) -> dict:
     from tacred.training.cli import TacredCLI
 
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit) as done, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
+    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit) as done:
         TacredCLI(args=["fit", "--config", str(REPO / "configs" / "tacred.yaml"), "--config", str(variant),
                         "--data.data_dir", str(data_dir), "--model.network.word_dim", "24",
                         "--print_config"])

@@ -166,7 +166,6 @@ class Objective:
         log.info("trial %d (%s): %s", label, run_dir, json.dumps(params))
         start = time.perf_counter() - earlier_seconds(run_dir)  # a resumed trial counts its earlier legs too
         pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
-        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter is intended.*")
         try:
             TacredCLI(args=self.fit_args(params, run_dir), trainer_defaults={"callbacks": [pruning]})
         finally:
