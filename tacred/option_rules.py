@@ -30,6 +30,9 @@ class OptionError(ConfigError):
         super().__init__(f"{option} {shown(value)}: {rule}")
         self.owner, self.option, self.value, self.rule = owner, option, value, rule
 
+    def __reduce__(self) -> tuple[Any, ...]:  # an error raised in a worker process reaches the parent whole
+        return type(self), (self.owner, self.option, self.value, self.rule)
+
 
 def shown(value: Any) -> str:
     """``repr(value)``, a long list cut after 5 items (so the rule after it stays on the line)."""

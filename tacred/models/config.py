@@ -1,9 +1,8 @@
 """Hyperparameters of the network: one dataclass, so each ablation is a few lines of YAML.
 
 Each field holds its default and, in its type, the rules its values keep (:mod:`tacred.option_rules`); a config
-checks itself when it is built. The attention
-variants declare their own fields in their files (:mod:`tacred.models.attention`), and :func:`with_variant_fields`
-adds them here.
+checks itself when it is built. The attention variants declare their own fields in their files
+(:mod:`tacred.models.attention`), and :func:`with_variant_fields` adds them here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 from tacred.errors import LINK_SOURCES, ConfigError
 from tacred.models.config import NetworkConfig
-from tacred.option_rules import OptionError, Rule, at_least
+from tacred.option_rules import OptionError, Rule, at_least, shown
 from tacred.training.datamodule import TacredDataModule
 from tacred.training.module import RelationExtractor
 
@@ -23,7 +23,7 @@ def command_line_error(err: OptionError) -> ConfigError:
     if group is None:
         return err
     option = f"{group}.{err.option}"
-    return ConfigError(f"--{LINK_SOURCES.get(option, option)} {str(err).split(' ', 1)[1]}")
+    return ConfigError(f"--{LINK_SOURCES.get(option, option)} {shown(err.value)}: {err.rule}")
 
 
 def _epochs(value: Any, trainer: Any) -> str | None:
