@@ -220,11 +220,18 @@ def test_network_validation_builds_a_config_or_raises_a_config_error(values):
                               scalars | st.lists(st.sampled_from(["no_relation", "per:title", "x"]), max_size=3),
                               max_size=4))
 def test_training_and_data_validation_accepts_or_raises_a_config_error(values):
-    from tacred.training.validation import check_data, check_module
+    """The LightningModule's and the data module's own checks (what their ``__init__`` runs first)."""
+    import inspect
+
+    from tacred.option_rules import check
+    from tacred.training.datamodule import TacredDataModule
+    from tacred.training.module import RelationExtractor
 
     try:
-        check_module(values)
-        check_data(values)
+        for owner in (RelationExtractor, TacredDataModule):
+            defaults = {name: p.default for name, p in inspect.signature(owner.__init__).parameters.items()
+                        if p.default is not inspect.Parameter.empty}
+            check(owner, {**defaults, **{k: v for k, v in values.items() if k in defaults}})
     except ConfigError:
         return
     lr = values.get("lr", 0.1)

@@ -109,8 +109,7 @@ class SelfAttentionEncoder(SentenceEncoder):
         self.init = cfg.init
         self.layers = nn.ModuleList(EncoderLayer(d_model, cfg) for _ in range(cfg.num_layers))
         self.output_dropout = Dropout(cfg.dropout)
-        # Reset once every layer is built, not inside each layer: this keeps the order of random draws (every
-        # module's default init, then the Kaiming/Xavier draws) that seeded runs and recorded numbers rely on.
+        # Reset once every layer is built, not inside each layer: the draw order of RelationNetwork.__init__.
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -99,12 +99,32 @@ class RelationNetwork(nn.Module):
 
     def __init__(self, cfg: NetworkConfig, num_words: int, num_pos: int, num_ner: int, num_labels: int,
                  word_vectors: torch.Tensor | None = None) -> None:
+        """Builds the parts in **the draw order**, the one place that states it.
+
+        Every part draws its initial weights from torch's global generator when it is built, so a seed gives the
+        same network (and a seeded run the numbers recorded in ``tests/test_recorded_numbers.py`` and
+        ``docs/results/``) only while the parts are built in this order, and each keeps its draws:
+
+        1. the input embeddings: words, POS, NER, object position (each draws torch's default init, which the
+           uniform / normal starts below it then overwrite: the overwritten draws count);
+        2. the self-attention encoder (:class:`~tacred.models.encoder.SelfAttentionEncoder`): every layer is built
+           before any is initialised; a layer builds its attention (the variants' hooks in registry order,
+           ``@register(order=...)``, then the core's q, k, v and output projections), its feed-forward and its norms.
+           Then one pass initialises every layer (Kaiming or Xavier projections, then each hook's
+           ``reset_parameters``);
+        3. the LSTM; 4. the position-aware attention; 5. the position table; 6. the classifier.
+
+        A change that adds a draw, drops one or moves one (a part built earlier, a default init skipped, a variant
+        with a lower ``order``, an ``init`` inside a layer's constructor) changes every seeded run after it. A part
+        that is switched off draws nothing. The pretrained transformer (:mod:`tacred.models.transformer`) draws only
+        its classification head.
+        """
         super().__init__()
         self.cfg = cfg
         self.embed = InputEmbeddings(cfg, num_words, num_pos, num_ner, word_vectors)
         d = self.embed.dim
         self.input_dropout = Dropout(cfg.dropout)
-        # the encoder(s); built in this order, so seeded runs draw the same initial weights
+        # the encoder(s), self-attention first (the draw order above)
         self.self_attention = SelfAttentionEncoder(d, cfg) if cfg.encoder != "lstm" else None
         # next to the self-attention the LSTM gives only the states (its max-pool summary is computed, unused)
         self.lstm = (LstmEncoder(d, cfg, summary=None if cfg.encoder == "lstm" else "max_pool")

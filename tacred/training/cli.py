@@ -15,6 +15,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 
 from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
 from tacred.errors import ConfigError
+from tacred.option_rules import OptionError
 from tacred.training.callbacks import LastCheckpoint, PredictionFileWriter
 from tacred.training.datamodule import TacredDataModule
 from tacred.training.module import RelationExtractor
@@ -23,7 +24,7 @@ from tacred.training.quiet import quiet_libraries
 from tacred.training.resume import check_run_dir, resume_checkpoint
 from tacred.training.run_folder import RunFolderGuard
 from tacred.training.tracking import WandbTracking, fill_logger_defaults, resume_wandb_run, wandb_loggers
-from tacred.training.validation import check_options
+from tacred.training.validation import check_command_line, command_line_error
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +49,20 @@ class ConfigInCheckpoint(SaveConfigCallback):
 def _network_field(network: Any, key: str) -> Any:
     """``model.network.<key>`` as parsed (a namespace, in class_path/init_args form or not, a mapping or a
     NetworkConfig), or the NetworkConfig default when it is not given."""
+    from dataclasses import fields
+
     from tacred.models.config import NetworkConfig
 
     if isinstance(network, dict | Namespace) and network.get("init_args") is not None:
         network = network["init_args"]  # class_path/init_args form
     value = network.get(key) if isinstance(network, dict | Namespace) else getattr(network, key, None)
-    return getattr(NetworkConfig(), key) if value is None else value
+    return next(f.default for f in fields(NetworkConfig) if f.name == key) if value is None else value
+
+
+def _read_when_needed(attribute: str) -> Any:
+    """A link from the data module to the model: a function that reads ``data.<attribute>`` when called, so that
+    the model checks its options before any data file is read (:class:`RelationExtractor` calls it)."""
+    return lambda data: lambda: getattr(data, attribute)
 
 
 def _word_dim(network: Any) -> int:
@@ -149,8 +158,9 @@ class TacredCLI(LightningCLI):
             # loader it built at start-up (the finished epoch's order), so the resumed run would drift
             "trainer.reload_dataloaders_every_n_epochs": 1,
         })
-        parser.link_arguments("data.vocab", "model.vocab", apply_on="instantiate")
-        parser.link_arguments("data.word_vectors", "model.word_vectors", apply_on="instantiate")
+        parser.link_arguments("data", "model.vocab", compute_fn=_read_when_needed("vocab"), apply_on="instantiate")
+        parser.link_arguments("data", "model.word_vectors", compute_fn=_read_when_needed("word_vectors"),
+                              apply_on="instantiate")
         parser.link_arguments("seed_everything", "data.seed")
         # one size for the word vectors: the network's word embedding decides, the data module reads GloVe at it
         parser.link_arguments("model.network", "data.embedding_dim", compute_fn=_word_dim)
@@ -158,7 +168,7 @@ class TacredCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
-        check_options(cfg, self.subcommand)  # every option, before any file is read or written
+        check_command_line(cfg)  # the classes check their own options when they are built, before reading data
         if self.subcommand in ("validate", "test") and not self._verbose_given:
             cfg.verbose = False  # the scorer's report is printed already: Lightning's table would repeat it
         if cfg.num_threads:
@@ -200,6 +210,18 @@ class TacredCLI(LightningCLI):
         resume_wandb_run(cfg.trainer.logger, checkpoint)
         self._start_checkpoint = checkpoint
         self._final_step = None if checkpoint is None or self.subcommand == "fit" else checkpoint.get("global_step")
+
+    def instantiate_classes(self) -> None:
+        """Lightning's, with a bad option named as on the command line (``--model.network.num_heads``)."""
+        try:
+            super().instantiate_classes()
+        except ValueError as err:  # an OptionError, or jsonargparse's error about a union type caused by one
+            cause: BaseException | None = err
+            while cause is not None and not isinstance(cause, OptionError):
+                cause = cause.__cause__
+            if cause is None:
+                raise
+            raise command_line_error(cause) from None
 
     def _checkpoint(self, path: str) -> dict[str, Any]:
         if self._read is not None and self._read[0] == str(path):

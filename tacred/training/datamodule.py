@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
+from typing import Annotated, Any
 
 import lightning as L
 import torch
@@ -15,15 +17,38 @@ from tacred.data.batching import BucketBatchSampler, EncodedSplit, encode_split
 from tacred.data.examples import Example, load_examples
 from tacred.data.labels import check_custom_labels, read_label_file
 from tacred.data.vocab import Vocabularies, build_vocabularies
-from tacred.training.validation import check_data
+from tacred.option_rules import at_least, check, fraction
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test", "predict")
+LABEL_SETS = ("auto", "tacred", "retacred")  # the names --data.labels takes besides a list or a file
+
+
+def a_label(value: Any, options: Mapping[str, Any]) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "must be a non-empty label"
+
+
+def label_set(value: Any, options: Mapping[str, Any]) -> str | None:
+    """A list holding each label once, the no-relation label among them; or a name of :data:`LABEL_SETS`; or a
+    file (read when the vocabularies are built)."""
+    if isinstance(value, list | tuple):
+        repeated = sorted({label for label in value if list(value).count(label) > 1})
+        if not value:
+            return "must not be empty"
+        if repeated:
+            return f"repeats {', '.join(map(str, repeated))}"
+        if options["no_relation"] not in value:
+            return f"must contain the no-relation label {options['no_relation']!r} (the no_relation option)"
+        return None
+    if isinstance(value, str) and value not in LABEL_SETS and not Path(value).is_file():
+        return f"expected {', '.join(LABEL_SETS)}, a list or a JSON file (file not found)"
+    return None
 
 
 class TacredDataModule(L.LightningDataModule):
-    """TACRED-format data for fit/validate/test/predict.
+    """TACRED-format data for fit/validate/test/predict. Its options are checked when it is built, against the rules
+    in their annotations (:mod:`tacred.option_rules`); no file is read until the data is needed.
 
     Args:
         data_dir: folder the split files are relative to (absolute file paths ignore it).
@@ -58,27 +83,25 @@ class TacredDataModule(L.LightningDataModule):
         test_file: str = "test.json",
         predict_file: str | None = None,
         glove_path: str | None = None,
-        embedding_dim: int = 300,
+        embedding_dim: Annotated[int, at_least(1)] = 300,
         lowercase: bool = True,
-        min_count: int = 1,
+        min_count: Annotated[int, at_least(1)] = 1,
         entity_masking: bool = True,
         use_lemmas: bool = False,
-        labels: str | list[str] = "auto",
-        no_relation: str = C.NO_RELATION,
+        labels: Annotated[str | list[str], label_set] = "auto",
+        no_relation: Annotated[str, a_label] = C.NO_RELATION,
         strict: bool = True,
         vocab_path: str | None = None,
-        batch_size: int = 50,
-        eval_batch_size: int | None = None,
-        num_workers: int = 0,
+        batch_size: Annotated[int, at_least(1)] = 50,
+        eval_batch_size: Annotated[int | None, at_least(1, none_ok=True)] = None,
+        num_workers: Annotated[int, at_least(0)] = 0,
         seed: int = 0,
         spacy_model: str | None = None,
-        min_glove_coverage: float = 0.5,
+        min_glove_coverage: Annotated[float, fraction] = 0.5,
         tokenizer: str | None = None,
     ) -> None:
         super().__init__()
-        check_data({"batch_size": batch_size, "eval_batch_size": eval_batch_size, "embedding_dim": embedding_dim,
-                    "min_count": min_count, "num_workers": num_workers, "min_glove_coverage": min_glove_coverage,
-                    "labels": labels, "no_relation": no_relation})
+        check(TacredDataModule, locals())  # the rules in the annotations above; no file is read yet
         self.save_hyperparameters()
         self.data_dir = Path(data_dir) if data_dir else None
         self.files = {"train": train_file, "dev": dev_file, "test": test_file, "predict": predict_file or test_file}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import lightning as L
 import torch
@@ -14,22 +15,28 @@ from lightning.pytorch.callbacks import Callback
 from tacred.data.batching import Batch, EncodedSplit
 from tacred.data.vocab import Vocabularies
 from tacred.evaluation.metrics import TacredScore
-from tacred.evaluation.threshold import apply_threshold, load_threshold
+from tacred.evaluation.threshold import ThresholdError, apply_threshold, load_threshold
 from tacred.inference.trained import build_network, label_probabilities, read_trained, unfit_checkpoint
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
+from tacred.option_rules import OptionError, above, at_least, check, factor, fraction, one_of, probability
 from tacred.training.clipping import clip_grad_norm_, clip_grad_value_
 from tacred.training.reproducibility import ReproducibleSteps
-from tacred.training.schedule import DecayOnStall, build_schedule
-from tacred.training.validation import check_module
+from tacred.training.schedule import DECAY_COMPARE, LR_SCHEDULES, DecayOnStall, build_schedule
+
+OPTIMIZERS = ("sgd", "adamw")
 
 
 class RelationExtractor(L.LightningModule):
     """Relation classifier trained with SGD and the original code's learning-rate decay.
 
+    Every option is checked when the module is built, against the rules in its annotation
+    (:mod:`tacred.option_rules`), before the vocabularies are read.
+
     Args:
-        vocab: the run's vocabularies (linked from the data module; saved in every checkpoint).
-        word_vectors: pretrained word vectors (linked from the data module), or None.
+        vocab: the run's vocabularies (linked from the data module; saved in every checkpoint), or a function that
+            reads them.
+        word_vectors: pretrained word vectors (linked from the data module), None, or a function that reads them.
         network: architecture (:class:`NetworkConfig`).
         lr, momentum, weight_decay: SGD.
         lr_schedule: ``"stall"`` (the paper: :class:`DecayOnStall`), ``"cosine"`` (annealed to zero over
@@ -55,33 +62,36 @@ class RelationExtractor(L.LightningModule):
 
     def __init__(
         self,
-        vocab: Vocabularies | None = None,
-        word_vectors: torch.Tensor | None = None,
+        vocab: Vocabularies | Callable[[], Vocabularies] | None = None,
+        word_vectors: torch.Tensor | Callable[[], torch.Tensor | None] | None = None,
         network: NetworkConfig | None = None,
-        lr: float = 0.1,
-        momentum: float = 0.0,
-        weight_decay: float = 0.0,
-        decay_start_epoch: int = 15,
-        decay_factor: float = 0.9,
-        decay_compare: str = "previous",
-        decay_patience: int = 1,
-        lr_schedule: str = "stall",
-        no_relation_weight: float = 1.0,
+        lr: Annotated[float, above(0)] = 0.1,
+        momentum: Annotated[float, probability] = 0.0,
+        weight_decay: Annotated[float, at_least(0)] = 0.0,
+        decay_start_epoch: Annotated[int, at_least(0)] = 15,
+        decay_factor: Annotated[float, factor] = 0.9,
+        decay_compare: Annotated[str, one_of(DECAY_COMPARE)] = "previous",
+        decay_patience: Annotated[int, at_least(1)] = 1,
+        lr_schedule: Annotated[str, one_of(LR_SCHEDULES)] = "stall",
+        no_relation_weight: Annotated[float, at_least(0)] = 1.0,
         output_dir: str | None = None,
         no_relation_threshold: float | str | None = None,
         compile: bool = False,
         sparse_embedding: bool = True,
-        optimizer: str = "sgd",
-        warmup_ratio: float = 0.0,
+        optimizer: Annotated[str, one_of(OPTIMIZERS)] = "sgd",
+        warmup_ratio: Annotated[float, fraction] = 0.0,
     ) -> None:
         super().__init__()
         if vocab is None:
             raise ValueError("RelationExtractor needs the vocabularies (given by the data module or a checkpoint)")
-        check_module({"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
-                      "decay_start_epoch": decay_start_epoch, "decay_factor": decay_factor,
-                      "decay_compare": decay_compare, "no_relation_weight": no_relation_weight,
-                      "no_relation_threshold": no_relation_threshold, "optimizer": optimizer,
-                      "warmup_ratio": warmup_ratio, "lr_schedule": lr_schedule})
+        check(RelationExtractor, locals())  # the rules in the annotations above
+        try:
+            threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
+        except ThresholdError as err:
+            raise OptionError(RelationExtractor, "no_relation_threshold", no_relation_threshold, str(err)) from None
+        # options first, data second: the command line passes functions that read the data files (tacred.training.cli)
+        vocab = vocab() if callable(vocab) else vocab
+        word_vectors = word_vectors() if callable(word_vectors) else word_vectors
         if isinstance(network, dict):
             network = NetworkConfig(**network)
         network = network or NetworkConfig()
@@ -91,7 +101,7 @@ class RelationExtractor(L.LightningModule):
         self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold", "output_dir",
                                           "compile"])
         self.output_dir = output_dir
-        self.no_relation_threshold = None if no_relation_threshold is None else load_threshold(no_relation_threshold)
+        self.no_relation_threshold = threshold
         self.vocab = vocab
         self.network_config = network
         self.net = build_network(network, vocab, word_vectors)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import CosineAnnealingLR, LambdaLR, LRScheduler, ReduceLROnPlateau
 
-from tacred.training.validation import LR_SCHEDULES
+LR_SCHEDULES = ("stall", "cosine", "linear")  # the kinds build_schedule knows
+DECAY_COMPARE = ("previous", "best")  # what DecayOnStall compares an epoch's dev F1 with
 
 
 class DecayOnStall(ReduceLROnPlateau):
@@ -19,7 +20,7 @@ class DecayOnStall(ReduceLROnPlateau):
     def __init__(self, optimizer: Optimizer, start_epoch: int = 15, factor: float = 0.9, compare: str = "previous",
                  patience: int = 1) -> None:
         super().__init__(optimizer, mode="max", factor=factor, patience=0)
-        if compare not in ("previous", "best"):
+        if compare not in DECAY_COMPARE:
             raise ValueError(f"compare must be 'previous' or 'best', got {compare!r}")
         if patience < 1:
             raise ValueError(f"patience must be at least 1 (epochs without improvement before a decay), got {patience}")

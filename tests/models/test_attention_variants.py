@@ -1,6 +1,7 @@
 """Tests of the attention variants: exact equivalences with the plain core, reference formulas, and one contract
 test (shapes, no weight on padding, finite values, gradient flow, padding invariance) run over every registered
-variant (:func:`tacred.models.attention.variants`) and a few combinations."""
+variant (:func:`tacred.models.attention.variants`), all of them at once, and a few combinations. The contract tests
+find the variants in the registry: a new variant needs no edit here, only its own tests."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ import torch
 import yaml
 
 from tacred.data.batching import Batch
-from tacred.models.attention import MultiHeadSelfAttention, build_attention, choices, variants
+from tacred.models.attention import (
+    MultiHeadSelfAttention,
+    build_attention,
+    choices,
+    declared_hyperparameters,
+    variants,
+)
+from tacred.models.attention.registry import LIST_OPTIONS
 from tacred.models.config import NetworkConfig
 from tacred.models.network import RelationNetwork
 from tests.conftest import REPO
@@ -22,21 +30,32 @@ D, H = 12, 3  # d_model, heads (Dh = 4)
 DH = D // H
 CORE_PARAMS = ("query.", "key.", "value.", "output.")
 
+
+
+def every_variant() -> dict[str, Any]:
+    """The overrides that switch on every registered variant at once: all names of a list option, the last
+    registered value of the others (``attention_conv: 2d``)."""
+    merged: dict[str, Any] = {}
+    for variant in variants():
+        for option, value in variant.enabling().items():
+            merged[option] = [*merged.get(option, []), *value] if option in LIST_OPTIONS else value
+    return merged
+
+
 # Attention-level variants: NetworkConfig overrides on top of a bare core (no position term). Every registered
-# variant on its own (small tables: t = 4 positions, Shaw clip 2), then combinations and options.
-SMALL_TABLES = {"max_relative_distance": 3, "shaw_clip": 2}
+# variant on its own and all of them together (small tables: t = 4 positions), then combinations and options.
+SMALL_TABLES = {"max_relative_distance": 3}
 REGISTERED: dict[str, dict[str, Any]] = {v.name: {**v.enabling(), **SMALL_TABLES} for v in variants()}
 VARIANTS: dict[str, dict[str, Any]] = {
     "plain": {},
     **REGISTERED,
+    "everything": {**every_variant(), **SMALL_TABLES},
     "relative_shared": {"position_encoding": "relative", "relpos_query": "shared"},
+    "shaw_clip_2": {"attention_bias": ["shaw"], "shaw_clip": 2},
     "shaw_keys_only": {"attention_bias": ["shaw"], "shaw_clip": 2, "shaw_values": False},
     "san_pr": {"attention_bias": ["absolute_scalars", "relative_scalars"], "max_relative_distance": 3},
     "gaussian_with_relative": {"gaussian_heads": 1, "position_encoding": "relative"},
     "gaussian_all_heads": {"gaussian_heads": H},
-    "everything": {"position_encoding": "relative", "attention_bias": ["shaw", "absolute_scalars", "relative_scalars"],
-                   "learned_temperature": True, "attention_conv": "2d", "gaussian_heads": 1,
-                   "max_relative_distance": 3, "shaw_clip": 2},
 }
 
 
@@ -88,7 +107,7 @@ def test_variant_starts_as_the_plain_core(name: str) -> None:
 
 def test_shaw_matches_the_papers_formula() -> None:
     """e_ij = q_i·(k_j + a^K_ij)/√Dh and z_i = Σ_j α_ij (v_j + a^V_ij), a_ij = w_clip(j−i, k), computed naively."""
-    att = make(VARIANTS["shaw"])
+    att = make(VARIANTS["shaw_clip_2"])
     perturb(att)
     x, pad = inputs(b=1, n=6, lengths=(6,))
     out, weights = att(x, pad)
@@ -170,29 +189,60 @@ def test_gaussian_head_weights_follow_the_formula_whatever_the_content() -> None
 
 
 def test_invalid_variant_settings_are_rejected() -> None:
-    for bad, message in (({"gaussian_heads": H + 1}, "gaussian_heads"),
+    """By the config, when it is built (OptionError, a ValueError), naming the option, the value and the rule."""
+    known_biases, known_transforms = ", ".join(choices("attention_bias")), ", ".join(choices("attention_conv"))
+    for bad, message in (({"gaussian_heads": H + 1}, "gaussian_heads 4: must be between 0 and num_heads (3)"),
+                         ({"gaussian_heads": -1}, "gaussian_heads -1"),
                          ({"attention_bias": ["shaw", "shaw"]}, "distinct"),
                          ({"attention_bias": ["rotary"]}, "attention_bias ['rotary']: unknown attention variant "
-                                                          "'rotary'; known: shaw, absolute_scalars, relative_scalars"),
-                         ({"attention_conv": "3d"}, "attention_conv '3d': unknown value; known: none, 1d, 2d"),
-                         ({"shaw_clip": 0, "attention_bias": ["shaw"]}, "shaw_clip")):
-        with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+                                                          f"'rotary'; known: {known_biases}"),
+                         ({"attention_conv": "3d"}, f"attention_conv '3d': unknown value; known: {known_transforms}"),
+                         ({"relpos_query": "both"}, "relpos_query 'both': must be one of separate, shared"),
+                         ({"shaw_clip": 0, "attention_bias": ["shaw"]}, "shaw_clip 0: must be a number >= 1")):
+        with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
+                           .replace(")", r"\)")):
             make(bad)
 
 
 # -- the registry ------------------------------------------------------------------------------------------------
 def test_registry_names_options_and_ablation_rows() -> None:
-    """Each variant has a unique build order, a config that switches it on, and a configs/ablations file per row."""
+    """Each variant has a unique build order, a config that switches it on (and only it), its name among those its
+    option accepts, and a configs/ablations file per row."""
     registered = variants()
     assert len({v.order for v in registered}) == len(registered)
-    assert choices("attention_bias") == ["shaw", "absolute_scalars", "relative_scalars"]
-    assert choices("attention_conv") == ["none", "1d", "2d"]
+    assert choices("attention_conv")[0] == "none"
     rows = {p.stem for p in (REPO / "configs" / "ablations").glob("*.yaml")}
+    sizes = {"num_heads": H, "word_dim": 24, "pos_dim": 6, "ner_dim": 6, "position_encoding": "none"}
     for variant in registered:
-        assert variant.selected(NetworkConfig(**{**variant.enabling(), "num_heads": H, "word_dim": 24, "pos_dim": 6,
-                                                 "ner_dim": 6})), variant.name
+        config = NetworkConfig(**{**sizes, **variant.enabling()})
+        assert [v.name for v in registered if v.selected(config)] == [variant.name]
+        if variant.option in ("attention_bias", "attention_conv"):
+            assert str(variant.value) in choices(variant.option), variant.name
         assert set(variant.ablations) <= rows, variant.name
         assert variant.summary, variant.name
+
+
+def test_declared_hyperparameters_are_config_fields_with_their_defaults() -> None:
+    """What a variant declares in its file is a NetworkConfig field (the command line's --model.network.NAME), with
+    the declared default; every variant's switch is a field."""
+    from dataclasses import fields
+
+    defaults = {f.name: f.default for f in fields(NetworkConfig)}
+    declared = declared_hyperparameters()
+    assert len({h.name for h in declared}) == len(declared)
+    for hyperparameter in declared:
+        assert defaults[hyperparameter.name] == hyperparameter.default, hyperparameter.name
+    assert {v.option for v in variants()} <= set(defaults)
+    assert not any(v.selected(NetworkConfig()) for v in variants() if v.option != "position_encoding")
+
+
+def test_a_variant_declaring_hyperparameters_after_the_config_was_built_is_refused() -> None:
+    from tacred.models.attention import Hyperparameter, register
+
+    with pytest.raises(ValueError, match="after NetworkConfig was built"):
+        register("late_for_test", option="late_for_test", value=True, order=999,
+                 hyperparameters=(Hyperparameter("late_for_test", bool, False),))(lambda parts, cfg: None)
+    assert "late_for_test" not in {v.name for v in variants()}
 
 
 def test_a_new_variant_registers_itself_and_is_built_in_order() -> None:

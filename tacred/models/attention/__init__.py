@@ -1,5 +1,6 @@
 """Multi-head self-attention: one core (:mod:`.core`) and one file per variant, each registering itself
-(:mod:`.registry`). Importing this package imports every module in it, so a new variant file needs no other edit."""
+(:mod:`.registry`) with the config fields it reads. Importing this package imports every module in it, so a new
+variant file needs no other edit."""
 
 import importlib
 import pkgutil
@@ -9,9 +10,12 @@ from tacred.models.attention.registry import (
     VARIANTS,
     AttentionParts,
     AttentionVariant,
+    Hyperparameter,
     build_attention,
     check_names,
     choices,
+    collect_hyperparameters,
+    declared_hyperparameters,
     register,
     variants,
 )
@@ -19,5 +23,6 @@ from tacred.models.attention.registry import (
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["VARIANTS", "AttentionInputs", "AttentionParts", "AttentionVariant", "MultiHeadSelfAttention",
-           "build_attention", "check_names", "choices", "register", "variants"]
+__all__ = ["VARIANTS", "AttentionInputs", "AttentionParts", "AttentionVariant", "Hyperparameter", "MultiHeadSelfAttention",
+           "build_attention", "check_names", "choices", "collect_hyperparameters", "declared_hyperparameters", "register",
+           "variants"]

@@ -5,12 +5,16 @@ The result is re-masked and renormalised (:func:`renormalize`), so padding keys 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tacred.models.attention.registry import AttentionParts, register
-from tacred.models.config import NetworkConfig
+
+if TYPE_CHECKING:
+    from tacred.models.config import NetworkConfig
 
 
 def renormalize(weights: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
@@ -60,7 +64,8 @@ class AttentionConv2d(nn.Module):
 
     def __init__(self, num_heads: int) -> None:
         super().__init__()
-        # nn.Conv2d draws its default init here; reset_parameters overwrites it (the draw is kept: seeded runs)
+        # nn.Conv2d draws its default init here and reset_parameters overwrites it: the draw is kept, as it is part
+        # of the draw order (tacred.models.network.RelationNetwork.__init__)
         self.conv = nn.Conv2d(num_heads, num_heads, kernel_size=3, padding=1, groups=num_heads, bias=False)
         self.reset_parameters()
 

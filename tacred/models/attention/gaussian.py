@@ -6,13 +6,17 @@ Their content logits and other position biases are switched off by :class:`Conte
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Annotated
 
 import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
-from tacred.models.attention.registry import AttentionParts, register
-from tacred.models.config import NetworkConfig
+from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
+from tacred.option_rules import is_number
+
+if TYPE_CHECKING:
+    from tacred.models.config import NetworkConfig
 
 
 class GaussianPositionHeads(nn.Module):
@@ -91,8 +95,14 @@ class ContentHeadsOnly(nn.Module):
         return self.bias(inputs) * self.keep
 
 
+def at_most_num_heads(value: int, cfg: NetworkConfig) -> str | None:
+    """0 (no Gaussian heads) up to every head."""
+    ok = is_number(value) and 0 <= value <= cfg.num_heads
+    return None if ok else f"must be between 0 and num_heads ({cfg.num_heads})"
+
+
 @register("gaussian_heads", option="gaussian_heads", value=1, order=90, ablations=("gaussian_heads",),
-          starts_as_plain=False)
+          starts_as_plain=False, hyperparameters=(Hyperparameter("gaussian_heads", Annotated[int, at_most_num_heads], 0),))
 def add_gaussian_heads(parts: AttentionParts, cfg: NetworkConfig) -> None:
     """Dagan's Gaussian positional attention for the first ``gaussian_heads`` heads; built last, as it switches
     the other position terms off for those heads."""

@@ -5,12 +5,16 @@ Tables cover t = ``max_positions`` positions; longer sentences reuse the last en
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
 from tacred.models.attention.registry import AttentionParts, register
-from tacred.models.config import NetworkConfig
+
+if TYPE_CHECKING:
+    from tacred.models.config import NetworkConfig
 
 
 def _check_size(max_positions: int) -> None:

@@ -8,14 +8,17 @@ vector of ±max_distance.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs, gather_relative
-from tacred.models.attention.registry import AttentionParts, register
-from tacred.models.config import NetworkConfig
+from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
 from tacred.models.initialisation import init_linear
+
+if TYPE_CHECKING:
+    from tacred.models.config import NetworkConfig
 
 
 def clipped_distances(length: int, max_distance: int, device: torch.device) -> torch.Tensor:
@@ -39,7 +42,8 @@ class RelativePositionScores(nn.Module):
         self.m = nn.Parameter(torch.randn(num_heads, 2 * max_distance + 1, self.head_dim) * 0.02)
 
     def reset_parameters(self, init: str = "kaiming") -> None:
-        """W^r like the core's projections; m keeps its N(0, 0.02²) draw from construction."""
+        """W^r like the core's projections; m keeps its N(0, 0.02²) draw from construction (the draw order:
+        :meth:`tacred.models.network.RelationNetwork.__init__`)."""
         if self.r is not None:
             init_linear(self.r, init)
 
@@ -55,7 +59,8 @@ class RelativePositionScores(nn.Module):
         return gather_relative(scores)  # (B, H, T, T)
 
 
-@register("relative", option="position_encoding", value="relative", order=0, starts_as_plain=False)
+@register("relative", option="position_encoding", value="relative", order=0, starts_as_plain=False,
+          hyperparameters=(Hyperparameter("relpos_query", Literal["separate", "shared"], "separate"),))
 def add_relative_scores(parts: AttentionParts, cfg: NetworkConfig) -> None:
     """The paper's relative-position scores r_i · m_{j−i} (``position_encoding: relative``, the default)."""
     parts.biases.append(RelativePositionScores(parts.d_model, parts.num_heads, cfg.max_relative_distance,

@@ -6,13 +6,17 @@ a_ij = w_clip(j−i, k): 2k+1 vectors of size Dh each for keys and values, share
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Annotated
 
 import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
-from tacred.models.attention.registry import AttentionParts, register
-from tacred.models.config import NetworkConfig
+from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
+from tacred.option_rules import at_least
+
+if TYPE_CHECKING:
+    from tacred.models.config import NetworkConfig
 
 
 def clipped_relative_index(length: int, clip: int, device: torch.device) -> torch.Tensor:
@@ -65,7 +69,10 @@ class ShawRelativeValues(nn.Module):
         return per_distance @ self.table  # (B, H, T, Dh)
 
 
-@register("shaw", option="attention_bias", order=10, ablations=("shaw",))
+@register("shaw", option="attention_bias", order=10, ablations=("shaw",), hyperparameters=(
+    Hyperparameter("shaw_clip", Annotated[int, at_least(1)], 16),  # k: distances beyond ±k share one vector
+    Hyperparameter("shaw_values", bool, True),  # relative values a^V as well as keys a^K
+))
 def add_shaw(parts: AttentionParts, cfg: NetworkConfig) -> None:
     """Shaw et al.'s clipped relative keys (clip ``shaw_clip``), and relative values unless ``shaw_values: false``."""
     parts.biases.append(ShawRelativeKeys(parts.head_dim, cfg.shaw_clip))

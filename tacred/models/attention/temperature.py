@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
-from tacred.models.attention.registry import AttentionParts, register
-from tacred.models.config import NetworkConfig
+from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
+
+if TYPE_CHECKING:
+    from tacred.models.config import NetworkConfig
 
 
 class LearnedTemperature(nn.Module):
@@ -33,7 +36,7 @@ class LearnedTemperature(nn.Module):
 
 
 @register("learned_temperature", option="learned_temperature", value=True, order=40,
-          ablations=("learned_temperature",))
+          ablations=("learned_temperature",), hyperparameters=(Hyperparameter("learned_temperature", bool, False),))
 def add_learned_temperature(parts: AttentionParts, cfg: NetworkConfig) -> None:
     """Dufter et al.'s learnable temperature: q, k, v each scaled by a learned γ."""
     parts.temperature = LearnedTemperature(parts.head_dim)
