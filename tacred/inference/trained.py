@@ -1,17 +1,19 @@
 """A trained network for prediction without Lightning: what ``load_model`` (the Python API) and ``tacred serve`` use.
 
 A tacred checkpoint holds the vocabularies, the network's configuration and its weights, which is all prediction
-needs. :class:`TrainedNetwork` rebuilds the :class:`~tacred.models.network.RelationNetwork` from them under the
-parameter names of :class:`~tacred.training.module.RelationExtractor` (``net.*``), so one checkpoint serves both.
-Training, testing and the CLI go through the Lightning module; prediction from Python does not import Lightning
-(and with it torchmetrics, matplotlib and TorchDynamo), which took more than half of a ``load_model`` call's time
-and a quarter of its memory (docs/performance.md).
+needs. :func:`load_trained` is the one loader of a checkpoint: :class:`TrainedNetwork` and
+:class:`~tacred.training.module.RelationExtractor` both hold the network as ``net`` (parameter names ``net.*``), so one
+checkpoint serves both. Training, testing and the CLI go through the Lightning module; prediction from Python does
+not import Lightning (and with it torchmetrics, matplotlib and TorchDynamo), which took more than half of a
+``load_model`` call's time and a quarter of its memory (docs/performance.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -32,12 +34,28 @@ def unfit_checkpoint(path: str | Path, err: Exception) -> Exception:
                            f"({type(err).__name__}: {err})")
 
 
-def read_trained(path: str | Path, checkpoint: dict[str, Any] | None = None,
-                 ) -> tuple[dict[str, Any], Vocabularies, NetworkConfig, dict[str, Any]]:
-    """A tacred checkpoint's contents, its vocabularies, its network configuration and its other hyperparameters;
-    a :class:`~tacred.checkpoints.CheckpointError` naming the file when it is not one. ``checkpoint``: the file's
-    contents when they were read already."""
-    from tacred.checkpoints import CheckpointError, read_checkpoint
+@dataclass(frozen=True)
+class SavedModel:
+    """What a tacred checkpoint holds to rebuild its model: the vocabularies, the network's configuration, the
+    training module's other hyperparameters (``lr``, ...) and the file's whole contents (weights, data options)."""
+
+    vocab: Vocabularies
+    network: NetworkConfig
+    hparams: dict[str, Any]
+    contents: dict[str, Any]
+
+
+M = TypeVar("M", bound=nn.Module)
+
+
+def load_trained(path: str | Path, build: Callable[[SavedModel], M], map_location: str | torch.device = "cpu",
+                 checkpoint: dict[str, Any] | None = None) -> M:
+    """The one checkpoint loader: read ``path``, rebuild its model with ``build`` (a module that holds the network
+    as ``net``, as :class:`~tacred.training.module.RelationExtractor` and :class:`TrainedNetwork` do), check that the
+    weights fit, load them and return the model in evaluation mode on ``map_location``. Whatever does not fit is a
+    :class:`~tacred.checkpoints.CheckpointError` naming the file. ``checkpoint``: the file's contents when they were
+    read already."""
+    from tacred.checkpoints import CheckpointError, check_compatible, read_checkpoint
 
     ckpt = read_checkpoint(path) if checkpoint is None else checkpoint
     if not isinstance(ckpt.get("tacred_vocab"), dict):
@@ -45,10 +63,12 @@ def read_trained(path: str | Path, checkpoint: dict[str, Any] | None = None,
     hparams = dict(ckpt.get("hyper_parameters", {}))
     try:
         network = NetworkConfig(**hparams.pop("network", {}))
-        vocab = Vocabularies.from_dict(ckpt["tacred_vocab"])
+        model = build(SavedModel(Vocabularies.from_dict(ckpt["tacred_vocab"]), network, hparams, ckpt))
     except (TypeError, KeyError) as err:
         raise unfit_checkpoint(path, err) from None
-    return ckpt, vocab, network, hparams
+    check_compatible(ckpt, model, path)
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval().to(map_location)
 
 
 def build_network(network: NetworkConfig, vocab: Vocabularies,
@@ -79,23 +99,19 @@ def label_probabilities(model: nn.Module, data: EncodedSplit, num_labels: int, b
 class TrainedNetwork(nn.Module):
     """The network of a checkpoint with its vocabularies, in evaluation mode (see the module docstring)."""
 
-    def __init__(self, net: RelationNetwork, vocab: Vocabularies) -> None:
+    def __init__(self, net: nn.Module, vocab: Vocabularies, network_config: NetworkConfig | None = None) -> None:
         super().__init__()
         self.net = net
         self.vocab = vocab
+        self.network_config = network_config or NetworkConfig()
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu",
+    def from_checkpoint(cls, path: str | Path, map_location: str | torch.device = "cpu",
                         checkpoint: dict[str, Any] | None = None) -> TrainedNetwork:
-        """Rebuild the network from its checkpoint alone; a ``CheckpointError`` names what does not fit.
-        ``checkpoint``: the file's contents when they were read already."""
-        from tacred.checkpoints import check_compatible
-
-        ckpt, vocab, network, _ = read_trained(path, checkpoint)
-        model = cls(build_network(network, vocab), vocab)
-        check_compatible(ckpt, model, path)
-        model.load_state_dict(ckpt["state_dict"])
-        return model.eval().to(map_location)
+        """Rebuild the network from its checkpoint alone (:func:`load_trained`); a ``CheckpointError`` names what
+        does not fit. ``checkpoint``: the file's contents when they were read already."""
+        return load_trained(path, lambda saved: cls(build_network(saved.network, saved.vocab), saved.vocab,
+                                                    saved.network), map_location, checkpoint)
 
     def forward(self, batch: Batch) -> NetworkOutput:
         return self.net(batch)

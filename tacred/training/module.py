@@ -16,7 +16,7 @@ from tacred.data.batching import Batch, EncodedSplit
 from tacred.data.vocab import Vocabularies
 from tacred.evaluation.metrics import TacredScore
 from tacred.evaluation.threshold import ThresholdError, apply_threshold, load_threshold
-from tacred.inference.trained import build_network, label_probabilities, read_trained, unfit_checkpoint
+from tacred.inference.trained import build_network, label_probabilities, load_trained
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
 from tacred.option_rules import OptionError, above, at_least, check, factor, fraction, one_of, probability
@@ -270,30 +270,24 @@ class RelationExtractor(L.LightningModule):
             )
 
     @classmethod
-    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None, hparams_file: Any = None,
-                             strict: bool | None = None, **kwargs: Any) -> RelationExtractor:  # type: ignore[override]
-        """Lightning's loader with the vocabularies that the checkpoint carries (they are not hyperparameters)."""
-        if "vocab" not in kwargs:
-            from tacred.checkpoints import read_checkpoint
-
-            kwargs["vocab"] = Vocabularies.from_dict(read_checkpoint(checkpoint_path)["tacred_vocab"])
-        return super().load_from_checkpoint(checkpoint_path, map_location=map_location, hparams_file=hparams_file,
-                                            strict=strict, **kwargs)
+    def from_checkpoint(cls, path: str | Path, map_location: str | torch.device = "cpu",
+                        **hparams: Any) -> RelationExtractor:
+        """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included) through the
+        one loader, :func:`tacred.inference.trained.load_trained`; ``hparams`` replace saved hyperparameters (e.g.
+        ``no_relation_threshold=0.5``). The model comes back in evaluation mode."""
+        return load_trained(path, lambda saved: cls(**{"vocab": saved.vocab, "network": saved.network, **saved.hparams,
+                                                       **hparams}), map_location)
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, map_location: str = "cpu") -> RelationExtractor:
-        """Rebuild a trained model from its checkpoint alone (vocabularies and hyperparameters included)."""
-        from tacred.checkpoints import check_compatible
-
-        ckpt, vocab, network, hparams = read_trained(path)
-        try:
-            model = cls(vocab=vocab, network=network, **hparams)
-        except TypeError as err:
-            raise unfit_checkpoint(path, err) from None
-        check_compatible(ckpt, model, path)
-        model.load_state_dict(ckpt["state_dict"])
-        model.eval()
-        return model.to(map_location)
+    def load_from_checkpoint(cls, checkpoint_path: str | Path, map_location: Any = None, hparams_file: Any = None,
+                             strict: bool | None = None, **kwargs: Any) -> RelationExtractor:  # type: ignore[override]
+        """Lightning's classmethod, answered by :meth:`from_checkpoint` (the vocabularies come from the checkpoint:
+        they are not hyperparameters). A tacred checkpoint holds its hyperparameters and every weight, so Lightning's
+        ``hparams_file`` and ``strict=False`` (for checkpoints without them) have nothing to do."""
+        if hparams_file is not None or strict is False:
+            raise ValueError("RelationExtractor.load_from_checkpoint: a tacred checkpoint holds its hyperparameters and "
+                             "every weight; hparams_file and strict=False are not used (pass hyperparameters as keywords)")
+        return cls.from_checkpoint(checkpoint_path, "cpu" if map_location is None else map_location, **kwargs)
 
     def split_probabilities(self, data: EncodedSplit, batch_size: int = 50) -> torch.Tensor:
         """Label probabilities (N, L) of every example of an encoded split, in the split's order (no Trainer)."""
