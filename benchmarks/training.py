@@ -151,9 +151,9 @@ def _quiet_lightning() -> Iterator[None]:
 
 
 def fit_args(data: BenchData, run_dir: Path, precision: str, threads: int, epochs: int, extra: list[str]) -> list[str]:
-    """``tacred fit`` arguments: configs/semeval.yaml (the paper's model and recipe) on ``data``."""
+    """``tacred fit`` options: configs/semeval.yaml (the paper's model and recipe) on ``data``."""
     return [
-        "fit", "--config", str(REPO / "configs" / "semeval.yaml"), "--data.data_dir", str(data.data_dir),
+        "--config", str(REPO / "configs" / "semeval.yaml"), "--data.data_dir", str(data.data_dir),
         "--data.labels", str(data.labels_file), "--run_dir", str(run_dir), "--resume", "never",
         "--trainer.max_epochs", str(epochs), "--trainer.precision", precision, "--num_threads", str(threads),
         "--trainer.enable_model_summary", "false", "--trainer.enable_progress_bar", "false", *extra,
@@ -163,13 +163,12 @@ def fit_args(data: BenchData, run_dir: Path, precision: str, threads: int, epoch
 def train(data: BenchData, precision: str, threads: int, epochs: int, callbacks: list[Callback],
           extra: list[str] | None = None) -> None:
     """Run ``tacred fit`` in this process (a fresh run folder in a temporary directory) with ``callbacks``."""
-    from tacred.training.cli import TacredCLI
+    from tacred.training import fit
 
     before = torch.get_num_threads()
     with tempfile.TemporaryDirectory(prefix="tacred-bench-") as tmp, _quiet_lightning():
         try:
-            TacredCLI(args=fit_args(data, Path(tmp) / "run", precision, threads, epochs, extra or []),
-                      trainer_defaults={"callbacks": callbacks})
+            fit(args=fit_args(data, Path(tmp) / "run", precision, threads, epochs, extra or []), callbacks=callbacks)
         finally:
             torch.set_num_threads(before)
 

@@ -5,20 +5,17 @@ self-attention weights per layer and head, the position-aware layer's weights, a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 from tacred.data.batching import EncodedSplit
-from tacred.data.examples import Example
 from tacred.errors import TacredError
-from tacred.evaluation.scoring import Score, score
-from tacred.evaluation.threshold import apply_threshold
+from tacred.evaluation.predictions import Evaluation
 from tacred.io import read_csv_rows
+from tacred.training.api import checkpoint_split
 from tacred.training.module import RelationExtractor
 
 
@@ -32,89 +29,19 @@ def run_folder(ckpt_path: str | Path) -> Path:
     return parent.parent if parent.name == "checkpoints" else parent
 
 
-def datamodule_for(ckpt_path: str | Path, data_dir: str | None = None, file: str | None = None) -> Any:
-    """The checkpoint's data module (its saved data options and its own vocabularies); ``data_dir`` moves the
-    split files, ``file`` becomes the ``predict`` split."""
-    from tacred.checkpoints import read_checkpoint
-    from tacred.training.datamodule import TacredDataModule
-
-    saved = dict(read_checkpoint(ckpt_path).get("datamodule_hyper_parameters") or {})
-    saved.update(vocab_path=str(ckpt_path), glove_path=None)
-    if data_dir is not None:
-        saved["data_dir"] = data_dir
-    if file is not None:
-        saved["predict_file"] = str(Path(file).resolve())
-    return TacredDataModule(**saved)
-
-
 def load_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | None = None,
                file: str | None = None) -> tuple[RelationExtractor, EncodedSplit, str]:
-    """Model, encoded split and a description of its source; ``file`` overrides ``split``."""
-    split = "predict" if file is not None else split
-    if split not in ("train", "dev", "test", "predict"):
-        raise InspectionError(f"unknown split {split!r}: expected train, dev, test (or a file)")
-    dm = datamodule_for(ckpt_path, data_dir, file)
-    path = dm.path(split)
-    if not path.is_file():
-        raise FileNotFoundError(f"{split} data of {ckpt_path} not found: {path} (pass --data_dir or --file)")
-    model = RelationExtractor.from_checkpoint(ckpt_path)
-    return model, dm.encoded(split), f"{split} ({path})"
+    """Model, encoded split and a description of its source (:func:`tacred.training.api.checkpoint_split`); ``file``
+    overrides ``split``."""
+    data, source = checkpoint_split(ckpt_path, split, data_dir, file)
+    return RelationExtractor.from_checkpoint(ckpt_path), data, source
 
 
-@dataclass
-class SplitPredictions:
-    """A model's probabilities over one split, with the examples and label names to read them."""
-
-    source: str
-    examples: list[Example]
-    labels: list[str]
-    no_relation_id: int
-    gold: np.ndarray  # (N,) label ids
-    probs: np.ndarray  # (N, L)
-
-    @property
-    def ids(self) -> list[str]:
-        return [ex.id for ex in self.examples]
-
-    def predicted(self, threshold: float | None = None) -> np.ndarray:
-        """Predicted label ids (N,): the argmax, or the no-relation rule of :mod:`tacred.evaluation.threshold`."""
-        return apply_threshold(self.probs, self.no_relation_id, threshold).numpy()
-
-    def names(self, ids: Sequence[int] | np.ndarray) -> list[str]:
-        return [self.labels[i] for i in ids]
-
-    def score(self, threshold: float | None = None) -> Score:
-        """The official scorer's result (per relation and micro)."""
-        return score(self.names(self.gold), self.names(self.predicted(threshold)), self.labels[self.no_relation_id])
-
-    def hardest(self, n: int = 10, threshold: float | None = None) -> list[dict[str, Any]]:
-        """The ``n`` most confident errors: wrong predictions ranked by the probability of the predicted label."""
-        pred = self.predicted(threshold)
-        wrong = np.flatnonzero(pred != self.gold)
-        confidence = self.probs[wrong, pred[wrong]]
-        rows = []
-        for i in wrong[np.argsort(-confidence, kind="stable")][:n]:
-            rows.append({"index": int(i), "id": self.examples[i].id, "gold": self.labels[self.gold[i]],
-                         "predicted": self.labels[pred[i]], "confidence": round(float(self.probs[i, pred[i]]), 4),
-                         "p_gold": round(float(self.probs[i, self.gold[i]]), 4),
-                         "sentence": marked_sentence(self.examples[i])})
-        return rows
-
-
-def marked_sentence(ex: Example) -> str:
-    """The sentence with ``[subj ...]`` and ``[obj ...]`` around the two arguments."""
-    out = []
-    for i, tok in enumerate(ex.tokens):
-        out.append(("[subj " if i == ex.subj_start else "") + ("[obj " if i == ex.obj_start else "") + tok
-                   + ("]" if i == ex.subj_end else "") + ("]" if i == ex.obj_end else ""))
-    return " ".join(out)
-
-
-def predict_split(model: RelationExtractor, data: EncodedSplit, source: str = "", batch_size: int = 100) -> SplitPredictions:
-    """Probabilities (N, L) of every example of ``data``, in the split's order."""
+def predict_split(model: RelationExtractor, data: EncodedSplit, source: str = "", batch_size: int = 100) -> Evaluation:
+    """Probabilities (N, L) of every example of ``data``, in the split's order, with its examples."""
     probs = model.split_probabilities(data, batch_size)
-    return SplitPredictions(source, data.examples, list(model.vocab.labels.itos), model.vocab.no_relation_id,
-                            data.labels.copy(), probs.numpy())
+    return Evaluation(list(data.ids), list(model.vocab.labels.itos), model.vocab.no_relation, data.labels.copy(),
+                      probs.numpy(), data.examples, source)
 
 
 def find_example(data: EncodedSplit, source: str, ident: str | None = None, index: int | None = None) -> int:
@@ -238,10 +165,10 @@ def read_training_curves(path: str | Path) -> TrainingCurves:
 
 def train_demo_model(work_dir: str | Path, epochs: int = 2, n_train: int = 600, n_dev: int = 200,
                      n_test: int = 200, word_dim: int = 60, seed: int = 1) -> Path:
-    """Generate the demo corpus in ``WORK/data`` and train a small model in ``WORK/run`` through the
-    ``tacred fit`` command, unless ``WORK/run/checkpoints/best.ckpt`` exists; return that checkpoint."""
-    from tacred.cli import main as tacred
+    """Generate the demo corpus in ``WORK/data`` and train a small model in ``WORK/run`` with
+    :func:`tacred.training.fit`, unless ``WORK/run/checkpoints/best.ckpt`` exists; return that checkpoint."""
     from tacred.data.synthetic import write_corpus
+    from tacred.training import fit
 
     work = Path(work_dir)
     best = work / "run" / "checkpoints" / "best.ckpt"
@@ -250,13 +177,11 @@ def train_demo_model(work_dir: str | Path, epochs: int = 2, n_train: int = 600, 
     data = work / "data"
     if not (data / "train.json").is_file():
         write_corpus(data, n_train=n_train, n_dev=n_dev, n_test=n_test)
-    code = tacred([
-        "fit", "--data.data_dir", str(data), "--run_dir", str(work / "run"), "--resume", "never",
-        "--seed_everything", str(seed), "--trainer.max_epochs", str(epochs), "--trainer.accelerator", "cpu",
-        "--trainer.devices", "1", "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-        "--trainer.log_every_n_steps", "1", "--model.network.word_dim", str(word_dim),
-        "--data.batch_size", "25", "--model.decay_start_epoch", "3",
-    ])
-    if code != 0 or not best.is_file():
-        raise RuntimeError(f"training the demo model in {work / 'run'} failed (tacred fit returned {code})")
+    fit(args=["--data.data_dir", str(data), "--trainer.max_epochs", str(epochs), "--trainer.accelerator", "cpu",
+              "--trainer.devices", "1", "--trainer.enable_progress_bar", "false",
+              "--trainer.enable_model_summary", "false", "--trainer.log_every_n_steps", "1",
+              "--model.network.word_dim", str(word_dim), "--data.batch_size", "25", "--model.decay_start_epoch", "3"],
+        run_dir=work / "run", seed=seed, resume="never")
+    if not best.is_file():
+        raise RuntimeError(f"training the demo model in {work / 'run'} left no {best}")
     return best

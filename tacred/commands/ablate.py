@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ from tacred.experiments.ablation import (
     dev_f1_by_epoch,
     earlier_seconds,
     find_variants,
-    fit_command,
+    fit_options,
     load_results,
     probe_batch,
     release_run,
@@ -91,16 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_command(cmd: Sequence[str], log: Path) -> int:
-    """Run a subprocess with stdout and stderr appended to ``log``; returns its exit status."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.setdefault("WANDB_MODE", "offline")
-    with open(log, "a", encoding="utf-8") as f:
-        f.write(f"$ {' '.join(cmd)}\n")
-        f.flush()
-        return subprocess.run(list(cmd), stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode
-
-
 def count_parameters(checkpoint: Path) -> int:
     """Trainable parameters (those that receive gradients) of the model saved in ``checkpoint``."""
     from tacred.training.module import RelationExtractor
@@ -121,8 +108,8 @@ def _failed(variant: Variant, seed: int, command: str, log: Path, lines: int = 1
 
 
 def evaluate_run(checkpoint: Path) -> Any:
-    """The checkpoint's test probabilities (:func:`tacred.experiments.results.evaluate`)."""
-    from tacred.experiments.results import evaluate
+    """The checkpoint's test probabilities (:func:`tacred.training.evaluate`)."""
+    from tacred.training import evaluate
 
     return evaluate(checkpoint, "test")
 
@@ -132,6 +119,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     import yaml
 
     from tacred.experiments.results import git_commit, provenance, save_probabilities, test_record
+    from tacred.training.api import FitError, fit, fit_command
 
     run = run_dir(args.runs_dir or args.out, variant.name, seed)
     run.mkdir(parents=True, exist_ok=True)
@@ -142,13 +130,15 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     else:
         resumed = (run / "checkpoints" / "last.ckpt").is_file()
         earlier = earlier_seconds(run)  # a resumed run's seconds count every leg, not only this one
-        cmd = fit_command(args.config, variant, seed, run, args.max_epochs, args.extra)
+        options = fit_options(args.config, variant, seed, run, args.max_epochs, args.extra)
         started = provenance()  # the code and environment the fit starts with
         start = time.perf_counter()
-        if run_command(cmd, run / "fit.log"):
-            raise _failed(variant, seed, "fit", run / "fit.log")
-        fit_info = {"seconds": earlier + time.perf_counter() - start, "resumed": resumed, "command": cmd,
-                    **started}
+        try:
+            fit(args=options, in_subprocess=True, log=run / "fit.log")  # a crash stays in its process and log
+        except FitError:
+            raise _failed(variant, seed, "fit", run / "fit.log") from None
+        fit_info = {"seconds": earlier + time.perf_counter() - start, "resumed": resumed,
+                    "command": fit_command(options), **started}
         write_json(done, fit_info)
     commands.append(fit_info["command"])
     checkpoint = run / "checkpoints" / f"{args.checkpoint}.ckpt"

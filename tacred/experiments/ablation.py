@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import math
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
@@ -149,16 +148,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def fit_command(configs: str | Path | Sequence[str | Path], variant: Variant, seed: int, run: Path,
+def fit_options(configs: str | Path | Sequence[str | Path], variant: Variant, seed: int, run: Path,
                 max_epochs: int | None = None, extra: Sequence[str] = ()) -> list[str]:
-    """``tacred fit`` of one variant and seed, resuming from ``run/checkpoints/last.ckpt`` when it exists: the base
-    config files in order (e.g. a dataset's config, then a tuned recipe), then the variant's overrides."""
+    """The ``tacred fit`` options of one variant and seed, resuming from ``run/checkpoints/last.ckpt`` when it exists:
+    the base config files in order (e.g. a dataset's config, then a tuned recipe), then the variant's overrides."""
+    from tacred.training.api import fit_options as options
+
     bases = [configs] if isinstance(configs, str | Path) else list(configs)
-    cmd = [sys.executable, "-m", "tacred", "fit", *(a for c in [*bases, variant.path] for a in ("--config", str(c))),
-           "--seed_everything", str(seed), "--run_dir", str(run), "--resume", "auto"]
-    if max_epochs is not None:
-        cmd += ["--trainer.max_epochs", str(max_epochs)]
-    return cmd + list(extra)
+    limit = [] if max_epochs is None else ["--trainer.max_epochs", str(max_epochs)]
+    return options([*map(str, bases), str(variant.path)], [*limit, *extra], seed=seed, run_dir=run, resume="auto")
 
 
 def dev_f1_by_epoch(metrics_csv: Path) -> dict[int, float]:

@@ -5,10 +5,7 @@ probability) and probability averaging (Zhang et al. 2017), label alignment, and
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from tacred.errors import TacredError
+from tacred.evaluation.predictions import Evaluation
 from tacred.io import prediction_record, write_json, write_jsonl, write_text_atomic
 
 FINISHED = "fit_finished.json"
@@ -24,17 +22,6 @@ SPLITS = ("dev", "test")
 
 class EnsembleError(TacredError):
     """A problem the user can fix (a failed member run, mismatched members, a missing file)."""
-
-
-@dataclass
-class MemberPredictions:
-    """One member's probabilities for one split, in the split's example order."""
-
-    ids: list[str]
-    gold: list[str]
-    labels: list[str]
-    no_relation: str
-    probs: np.ndarray  # (N, C)
 
 
 def check_member_probabilities(probs: np.ndarray) -> np.ndarray:
@@ -134,23 +121,28 @@ def format_summary(rows: Sequence[SummaryRow], splits: Sequence[str]) -> str:
 
 # -- members: training and predicting --------------------------------------------------------------------------------------------
 def train_members(configs: list[str], seeds: list[int], out: Path, fit_args: list[str], use: str) -> list[Path]:
-    """Run ``tacred fit`` once per seed (skipping finished runs) and return the chosen checkpoints."""
+    """Train one member per seed with :func:`tacred.training.fit` in a subprocess each (skipping finished runs) and
+    return the chosen checkpoints."""
+    from tacred.training.api import FitError, fit, fit_command
+
     if len(set(seeds)) != len(seeds):
         raise EnsembleError(f"--seeds has repeated values: {seeds}")
     checkpoints = []
     for seed in seeds:
         run = out / f"seed-{seed}"
         marker = run / FINISHED
-        command = [sys.executable, "-m", "tacred", "fit", *(a for c in configs for a in ("--config", c)),
-                   *fit_args, "--seed_everything", str(seed), "--run_dir", str(run)]
+        options = [*(a for c in configs for a in ("--config", c)), *fit_args, "--seed_everything", str(seed),
+                   "--run_dir", str(run)]
+        command = fit_command(options)
         if marker.is_file():
             print(f"seed {seed}: finished earlier ({marker}), skipped", flush=True)
         else:
             print(f"seed {seed}: {' '.join(command[2:])}", flush=True)
-            proc = subprocess.run(command, env={**os.environ})
-            if proc.returncode != 0:
-                raise EnsembleError(f"seed {seed}: tacred fit failed with exit code {proc.returncode} (run folder "
-                                    f"{run}); run the same command again to resume it")
+            try:
+                fit(args=options, in_subprocess=True)
+            except FitError as err:
+                raise EnsembleError(f"seed {seed}: tacred fit failed with exit code {err.returncode} (run folder "
+                                    f"{run}); run the same command again to resume it") from None
             write_json(marker, {"seed": seed, "command": command[2:]}, newline=False)
         checkpoint = run / "checkpoints" / f"{use}.ckpt"
         if not checkpoint.is_file():
@@ -161,42 +153,33 @@ def train_members(configs: list[str], seeds: list[int], out: Path, fit_args: lis
 
 # -- predicting -------------------------------------------------------------------------------------------
 def predict_member(checkpoint: Path, splits: list[str], data_dir: str | None, batch_size: int,
-                   device: str) -> dict[str, MemberPredictions]:
-    """Probabilities of one checkpoint on each split (in-process, no Trainer), with its own data options and
-    vocabularies."""
-    from tacred.analysis.inspection import datamodule_for
-    from tacred.training.module import RelationExtractor
+                   device: str) -> dict[str, Evaluation]:
+    """Probabilities of one checkpoint on each split (:func:`tacred.training.evaluate`: in-process, no Trainer),
+    with its own data options and vocabularies."""
+    from tacred.training import evaluate
 
-    model = RelationExtractor.from_checkpoint(checkpoint, map_location=device)
-    data = datamodule_for(checkpoint, data_dir)
-    labels = model.label_names()
-    result = {}
-    for split in splits:
-        encoded = data.encoded(split)
-        probs = model.split_probabilities(encoded, batch_size).double().numpy()
-        gold = [labels[i] for i in encoded.labels.tolist()]
-        result[split] = MemberPredictions(list(encoded.ids), gold, labels, model.vocab.no_relation, probs)
-    return result
+    return {split: evaluate(checkpoint, split, data_dir=data_dir, batch_size=batch_size, device=device)
+            for split in splits}
 
 
-def stack_members(members: list[tuple[str, MemberPredictions]], split: str) -> tuple[np.ndarray, MemberPredictions]:
+def stack_members(members: list[tuple[str, Evaluation]], split: str) -> tuple[np.ndarray, Evaluation]:
     first_name, first = members[0]
     stacked = [first.probs]
     for name, member in members[1:]:
-        if member.ids != first.ids or member.gold != first.gold:
+        if member.ids != first.ids or member.gold_names != first.gold_names:
             raise EnsembleError(f"{split}: {name} predicted other examples (or other gold labels) than {first_name}; "
                                 f"members must be scored on the same data (use --data_dir)")
         stacked.append(align_labels(member.probs, member.labels, first.labels, member=name))
     return np.stack(stacked), first  # (K, N, C)
 
 
-def write_predictions(path: Path, ref: MemberPredictions, best: np.ndarray, probs: np.ndarray,
+def write_predictions(path: Path, ref: Evaluation, best: np.ndarray, probs: np.ndarray,
                       counts: np.ndarray | None = None) -> list[str]:
     """JSONL: id, predicted relation, gold, the (mean) probability of the prediction and, for votes, its votes;
     returns the predicted relations."""
     records = []
-    for i, ident in enumerate(ref.ids):
-        record = prediction_record(ident, ref.labels, probs[i], int(best[i]), gold=ref.gold[i])
+    for i, (ident, gold) in enumerate(zip(ref.ids, ref.gold_names, strict=True)):
+        record = prediction_record(ident, ref.labels, probs[i], int(best[i]), gold=gold)
         if counts is not None:
             record["votes"] = int(counts[i, best[i]])
         records.append(record)
@@ -223,14 +206,14 @@ def run_ensemble(checkpoints: list[Path], names: list[str], splits: Sequence[str
         no_relation = ref.no_relation
         for k, name in enumerate(names):
             pred = write_predictions(out / f"{split}_predictions.{name}.jsonl", ref, probs[k].argmax(1), probs[k])
-            s = score(ref.gold, pred, no_relation=no_relation)
+            s = score(ref.gold_names, pred, no_relation=no_relation)
             member_scores[k][split] = (s.precision, s.recall, s.f1)
         mean = average_probabilities(probs)
         combos = {"majority vote": ("vote", majority_vote(probs), votes(probs)),
                   "average probabilities": ("average", mean.argmax(1), None)}
         for title, (tag, best, counts) in combos.items():
             pred = write_predictions(out / f"{split}_predictions.{tag}.jsonl", ref, best, mean, counts)
-            s = score(ref.gold, pred, no_relation=no_relation)
+            s = score(ref.gold_names, pred, no_relation=no_relation)
             ensembles[title][split] = (s.precision, s.recall, s.f1)
 
     rows = [SummaryRow(name, scores) for name, scores in zip(names, member_scores, strict=True)]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tacred.evaluation.predictions import Evaluation
 from tacred.experiments.ablation import (
     RESULT_FILE,
     SETTLED_MARGIN,
@@ -26,34 +27,6 @@ from tacred.io import atomic_path, read_json, write_json
 PROBS_FILE = "test_probabilities.npz"
 SUMMARY_FILE = "summary.json"
 CURVES_FILE = "dev_curves.png"
-
-
-@dataclass
-class Evaluation:
-    """A checkpoint's label probabilities on one split, in the split's order."""
-
-    ids: list[str]
-    labels: list[str]
-    no_relation: str
-    gold: np.ndarray  # (N,) label ids
-    probs: np.ndarray  # (N, C)
-
-    @property
-    def pred(self) -> np.ndarray:
-        return self.probs.argmax(axis=1)
-
-
-def evaluate(checkpoint: str | Path, split: str = "test", batch_size: int = 256) -> Evaluation:
-    """Probabilities of a checkpoint on a split of its own data (its saved data options and vocabularies), fp32,
-    in-process and without a Trainer, so every stored figure comes from one path whatever the training precision."""
-    from tacred.analysis.inspection import datamodule_for
-    from tacred.training.module import RelationExtractor
-
-    model = RelationExtractor.from_checkpoint(checkpoint)
-    encoded = datamodule_for(checkpoint).encoded(split)
-    probs = model.split_probabilities(encoded, batch_size).double().numpy()
-    return Evaluation(list(encoded.ids), model.label_names(), model.vocab.no_relation,
-                      np.asarray(encoded.labels, dtype=np.int64), probs)
 
 
 def git_commit(cwd: str | Path | None = None) -> str | None:

@@ -199,7 +199,8 @@ def expected_f1(seed: int) -> float:
 
 
 class FakeRuns:
-    """Stands in for the fit subprocesses: writes what they would write and records the calls."""
+    """Stands in for the fit subprocesses (:func:`tacred.training.api.run_process`): writes what they would write and
+    records the calls."""
 
     def __init__(self, fail: str = "") -> None:
         self.calls: list[list[str]] = []
@@ -222,7 +223,7 @@ class FakeRuns:
 @pytest.fixture()
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
     runs = FakeRuns()
-    monkeypatch.setattr(ablate, "run_command", runs)
+    monkeypatch.setattr("tacred.training.api.run_process", runs)
     monkeypatch.setattr(ablate, "count_parameters", lambda path: 4321)
     monkeypatch.setattr(ablate, "evaluate_run", fake_evaluation)
     return runs

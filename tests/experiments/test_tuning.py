@@ -53,7 +53,7 @@ def test_shipped_spaces_give_trial_commands_that_parse(path: Path, end: int, tmp
     values = {p.name: p.choices[end] if p.type == "categorical" else kinds[p.type]((p.low, p.high)[end])
               for p in space.parameters}
     args = T.Objective(space, tmp_path).fit_args(values, tmp_path / "trial")
-    printed = yaml.safe_load(run_in_process(*args, "--print_config").stdout)
+    printed = yaml.safe_load(run_in_process("fit", *args, "--print_config").stdout)
     for name, value in {**space.fixed, **values}.items():
         node = printed
         for part in name.split("."):
@@ -200,8 +200,7 @@ def test_a_recheck_chooses_by_the_mean_over_seeds_not_by_the_studys_seed(tmp_pat
 def test_a_recheck_records_a_run_another_process_finished_while_this_one_trained(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two processes share a re-check: each records the other's runs that are done when its own last fit ends, so
-    the last one to finish leaves the complete record (no fits here: a stand-in CLI writes each run's dev F1)."""
-    import tacred.training.cli
+    the last one to finish leaves the complete record (no fits here: a stand-in fit writes each run's dev F1)."""
     from tacred.experiments.tuning.recheck import recheck, run_dir
 
     space = T.SearchSpace.from_dict({**SPACE, "window": 1})
@@ -218,13 +217,14 @@ def test_a_recheck_records_a_run_another_process_finished_while_this_one_trained
         (run / "metrics.csv").write_text(f"epoch,val/f1\n0,{f1}\n")
         (run / "fit.done").write_text("{}")
 
-    def fake_cli(args: list[str], **_: object) -> None:
+    def fake_fit(args: list[str], **_: object) -> Path:
         run = Path(args[args.index("--run_dir") + 1])
         finish(run, 0.5 + float(args[args.index("--model.lr") + 1]))
         finish(held, 0.61)  # the other process finishes meanwhile
         (held / "claim.json").unlink(missing_ok=True)
+        return run
 
-    monkeypatch.setattr(tacred.training.cli, "TacredCLI", fake_cli)
+    monkeypatch.setattr("tacred.training.api.fit", fake_fit)
     rows, missing = recheck(study, space, T.Objective(space, tmp_path), tmp_path, k=2, seeds=[2])
     assert missing == []
     assert {r.trial: r.values for r in rows} == {0: {1: 0.70, 2: 0.61}, 1: {1: 0.69, 2: pytest.approx(0.7)}}

@@ -68,7 +68,7 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
     with what is still missing (held by another process, or not started within ``timeout`` seconds). The values
     are read after this process's last fit, so the last process of several to finish records every run."""
     from tacred.experiments.results import provenance
-    from tacred.training.cli import TacredCLI
+    from tacred.training import fit
 
     started, trials = time.monotonic(), candidates(study, k)
     jobs = [(t, s) for t in trials for s in dict.fromkeys(s for s in seeds if s != space.seed)]
@@ -89,7 +89,7 @@ def recheck(study: Any, space: SearchSpace, objective: Any, trials_dir: Path, k:
                 print(f"re-check trial {trial_label(trial)} seed {seed}: training in {run} ...", file=sys.stderr,
                       flush=True)
                 start, started = time.perf_counter() - earlier_seconds(run), provenance()
-                TacredCLI(args=objective.fit_args(dict(trial.params), run, seed=seed))
+                fit(args=objective.fit_args(dict(trial.params), run, seed=seed), keep_failed=True)
                 write_json(run / FIT_DONE_FILE, {"seconds": round(time.perf_counter() - start, 1), **started})
         finally:
             release_run(run)

@@ -1,5 +1,5 @@
 """The Optuna side of ``tacred tune``: sampler, pruner, an RDB-backed study with heartbeat retries, and the
-objective that trains one trial in-process through the ``tacred fit`` CLI."""
+objective that trains one trial in-process with :func:`tacred.training.fit`."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def run_label(trial: Any) -> int:
 
 @dataclass
 class Objective:
-    """Trains one trial in-process through the ``tacred fit`` CLI and returns its score (:meth:`SearchSpace.score`)."""
+    """Trains one trial in-process with :func:`tacred.training.fit` and returns its score (:meth:`SearchSpace.score`)."""
 
     space: SearchSpace
     trials_dir: Path
@@ -143,10 +143,10 @@ class Objective:
     extra: Sequence[str] = ()
 
     def fit_args(self, params: dict[str, Any], run_dir: Path, seed: int | None = None) -> list[str]:
-        """``tacred fit`` arguments of a trial; ``seed``: another training seed than the study's (a re-check)."""
+        """``tacred fit`` options of a trial; ``seed``: another training seed than the study's (a re-check)."""
         configs = [*self.space.configs, *self.configs]
         seed = self.space.seed if seed is None else seed
-        return ["fit", *(a for c in configs for a in ("--config", c)), *override_args(self.space.fixed),
+        return [*(a for c in configs for a in ("--config", c)), *override_args(self.space.fixed),
                 *override_args(params), "--seed_everything", str(seed), "--run_dir", str(run_dir),
                 "--resume", "auto", *self.extra]
 
@@ -154,7 +154,7 @@ class Objective:
         from optuna_integration import PyTorchLightningPruningCallback
 
         from tacred.experiments.results import provenance
-        from tacred.training.cli import TacredCLI
+        from tacred.training import fit
 
         params = {p.name: p.suggest(trial) for p in self.space.parameters}
         label = run_label(trial)
@@ -167,7 +167,8 @@ class Objective:
         start = time.perf_counter() - earlier_seconds(run_dir)  # a resumed trial counts its earlier legs too
         pruning = PyTorchLightningPruningCallback(trial, monitor=self.space.metric)
         try:
-            TacredCLI(args=self.fit_args(params, run_dir), trainer_defaults={"callbacks": [pruning]})
+            # in this process, so that the pruning callback reports to the trial; a pruned trial keeps its metrics
+            fit(args=self.fit_args(params, run_dir), callbacks=[pruning], keep_failed=True)
         finally:
             trial.set_user_attr("seconds", round(time.perf_counter() - start, 1))
         scores = dev_f1_by_epoch(run_dir / "metrics.csv")

@@ -1,0 +1,120 @@
+"""One Lightning sub-command (fit, validate, test or predict) run in this process, as ``tacred COMMAND`` runs it:
+config files read strictly, a ``--ckpt_path`` checked (and the configuration saved in it used) before Lightning reads
+it, and what a failed command added to the run folder removed again (:class:`~tacred.training.run_folder.RunFolderGuard`).
+``tacred fit`` and :func:`tacred.training.fit` train through here; ``tacred validate/test/predict`` evaluate through here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tacred.training.cli import TacredCLI
+
+EVAL_COMMANDS = ("validate", "test", "predict")
+
+
+def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_failed: bool = False) -> TacredCLI:
+    """Run ``tacred COMMAND ARGS`` (``argv``: COMMAND, then its options spelled with underscores) and return the
+    finished :class:`~tacred.training.cli.TacredCLI`. ``callbacks``: Lightning callbacks added to the Trainer's
+    (a tuning trial's pruning callback). A command that fails removes what it added to the run folder unless a
+    checkpoint was written, or ``keep_failed`` is given."""
+    from tacred.training.config_files import check_config_files
+    from tacred.training.run_folder import RunFolderGuard
+
+    guard = RunFolderGuard()
+    try:
+        check_config_files(argv)
+        ckpt_path = option_value(argv, "--ckpt_path")
+        from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
+
+        checkpoint = None
+        if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path) and Path(ckpt_path).is_dir():
+            from tacred.checkpoints import resolve_checkpoint
+
+            resolved = str(resolve_checkpoint(ckpt_path))  # a run folder: its best.ckpt, else last.ckpt
+            argv = [resolved if a == ckpt_path else a.replace(f"--ckpt_path={ckpt_path}", f"--ckpt_path={resolved}")
+                    for a in argv]
+            ckpt_path = resolved
+        if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
+            check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
+            from tacred.checkpoints import read_checkpoint
+
+            checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
+            warn_replaced_options(argv, checkpoint)
+            argv = with_checkpoint_config(argv, checkpoint)
+        from tacred.training.cli import TacredCLI
+
+        extra: dict[str, Any] = {"trainer_defaults": {"callbacks": list(callbacks)}} if callbacks else {}
+        return TacredCLI(args=argv, guard=guard, checkpoint=None if checkpoint is None else (ckpt_path, checkpoint),
+                         **extra)
+    except BaseException:
+        if not keep_failed:
+            guard.undo()
+        raise
+
+
+def option_value(argv: Sequence[str], name: str) -> str | None:
+    """The value of option ``name`` on a command line (``--name VALUE`` or ``--name=VALUE``; the first one given)."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def warn_replaced_options(argv: list[str], checkpoint: dict[str, Any]) -> None:
+    """LightningCLI applies a ``--ckpt_path``'s model hyperparameters over the command line: say which options given
+    on it are replaced (``--model.lr 0.01`` with a checkpoint trained at 0.1 tests or resumes at 0.1)."""
+    saved = checkpoint.get("hyper_parameters") or {}
+    for arg in argv[1:]:
+        name = arg.split("=", 1)[0]
+        if name.startswith("--model.") and name[len("--model."):].split(".")[0] in saved:
+            logging.getLogger("tacred").warning(
+                "%s is replaced by the checkpoint's own value: --ckpt_path restores the model's hyperparameters "
+                "(Lightning CLI); start a new run without --ckpt_path to change them", name)
+
+
+def checkpoint_run_folder(ckpt_path: str | Path) -> Path:
+    """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/x.ckpt``, else the checkpoint's folder."""
+    folder = Path(ckpt_path).parent
+    return folder.parent if folder.name == "checkpoints" else folder
+
+
+def with_checkpoint_config(argv: list[str], checkpoint: dict[str, Any]) -> list[str]:
+    """``tacred test --ckpt_path X`` without ``--config``: the configuration saved inside the checkpoint becomes the
+    first ``--config`` (jsonargparse reads a config given as YAML text), so the command line applies on top of it;
+    LightningCLI then applies the checkpoint's model hyperparameters, as it does for every ``--ckpt_path``."""
+    if argv[0] not in EVAL_COMMANDS or option_value(argv, "--config") is not None or option_value(argv, "-c") is not None:
+        return argv
+    ckpt_path = option_value(argv, "--ckpt_path")
+    from tacred.checkpoints import CheckpointError
+
+    config: Any = checkpoint.get("tacred_config")
+    if not isinstance(config, str) or not config:
+        raise CheckpointError(f"{ckpt_path}: holds no tacred configuration (not written by `tacred fit`?); "
+                              "pass the run's config.yaml with --config")
+    import yaml
+
+    try:
+        data = yaml.safe_load(config)
+    except yaml.YAMLError as err:
+        raise CheckpointError(f"{ckpt_path}: its stored configuration is not valid YAML ({err})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{ckpt_path}: its stored configuration is not a mapping of options")
+    for key in ("ckpt_path", "resume", "verbose"):
+        data.pop(key, None)
+    # outputs go beside the checkpoint (the run it belongs to), not into its training path taken from the current
+    # folder; --run_dir on the command line still chooses
+    data["run_dir"] = str(checkpoint_run_folder(ckpt_path))
+    (data.get("trainer") or {}).pop("default_root_dir", None)
+    # checkpoints written before data.embedding_dim became a link target of model.network.word_dim hold both
+    (data.get("data") or {}).pop("embedding_dim", None)
+    # how the model was trained (4 GPUs, DDP, 2 nodes) says nothing about where it is evaluated: defaults apply
+    for key in ("devices", "num_nodes", "strategy", "accelerator"):
+        (data.get("trainer") or {}).pop(key, None)
+    return [argv[0], "--config", yaml.safe_dump(data), *argv[1:]]
