@@ -1,10 +1,11 @@
 """``tacred predict --ckpt_path X --sentences FILE|-``: relations for raw sentences, annotated with spaCy.
 
 The input is read and checked (markers, offsets) before the model and spaCy are loaded, so a bad line is reported at
-once; ``--skip_bad_lines`` reports each bad line (with its number) and predicts the others. The model is loaded
-through :func:`tacred.load_model` (no Lightning). The options of ``tacred predict`` that mean something here are
-accepted under their usual names (``--num_threads``, ``--model.no_relation_threshold``, ``--data.batch_size``,
-``--data.spacy_model``, ``--run_dir``, ``--model.output_dir``, ``--trainer.accelerator``).
+once; ``--skip_bad_lines`` reports each bad line (with its number) and predicts the others. The sentences go through
+the Python API (:func:`tacred.load_model`, ``Predictor.predict``; no Lightning) as marked strings or offsets records.
+The options of ``tacred predict`` that mean something here are accepted under their usual names (``--num_threads``,
+``--model.no_relation_threshold``, ``--data.batch_size``, ``--data.spacy_model``, ``--run_dir``,
+``--model.output_dir``, ``--trainer.accelerator``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tacred.commands.parsing import OneLineParser
 
 if TYPE_CHECKING:
+    from tacred.inference.outputs import Prediction
     from tacred.inference.predictor import Predictor
 
 FILE_MODE = """Predicting a TACRED file instead (Lightning; the same checkpoint):
@@ -119,22 +121,50 @@ def main(argv: list[str]) -> int:
     return _predict(args, lines, source, skipped=len(bad))
 
 
-def _annotate(predictor: Predictor, lines: list[str], fmt: str, source: str, skip: bool) -> tuple[list[dict], int]:
-    """TACRED dicts of the lines; with ``skip``, a line that spaCy cannot tokenise as marked is reported and left
-    out (and the others annotated again), else it is an error. Returns the examples and the count left out."""
-    from tacred.data.annotate import AnnotationError, annotate_marked, annotate_offsets
+def _inputs(lines: list[str], fmt: str, source: str, skip: bool) -> tuple[list[Any], list[int]]:
+    """The non-blank lines as inputs of the Python API (:meth:`Predictor.predict`): marked sentences, or offsets
+    records, each with the id ``line-N`` unless its record gives one, and their line numbers. An id that repeats an
+    earlier line's is an error; with ``skip`` that line is reported and left out (blanked in ``lines``)."""
+    from tacred.data.annotate import AnnotationError
 
-    annotate = annotate_marked if fmt == "marked" else annotate_offsets
-    left_out = 0
+    inputs, numbers, first = [], [], {}
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        item = {"text": line.rstrip("\r\n")} if fmt == "marked" else json.loads(line)
+        ident = (None if item.get("id") is None else str(item["id"])) or f"line-{n}"
+        if ident in first:
+            error = AnnotationError(source, n, f"id {ident!r} repeats the id of line {first[ident]}; ids must be unique")
+            if not skip:
+                raise error
+            print(f"tacred predict: skipped {error}", file=sys.stderr)
+            lines[n - 1] = ""
+            continue
+        first[ident] = n
+        inputs.append({**item, "id": ident})
+        numbers.append(n)
+    return inputs, numbers
+
+
+def _predictions(predictor: Predictor, inputs: list[Any], numbers: list[int], lines: list[str], source: str,
+                 skip: bool) -> list[Prediction]:
+    """The predictions of ``inputs``; an input that spaCy cannot tokenise as marked is an error naming its line, or
+    with ``skip`` reported and left out (blanked in ``lines``) before the others are predicted again."""
+    from tacred.data.annotate import AnnotationError
+    from tacred.inference.inputs import InputError
+
     while True:
         try:
-            return annotate(lines, nlp=predictor.nlp, source=source), left_out
-        except AnnotationError as err:
-            if not skip or not 1 <= err.line <= len(lines) or not lines[err.line - 1]:
+            return predictor.predict(inputs)  # type: ignore[return-value]  # a list for a list
+        except InputError as err:
+            if err.item is None:
                 raise
-            print(f"tacred predict: skipped {err}", file=sys.stderr)
-            lines[err.line - 1] = ""
-            left_out += 1
+            error = AnnotationError(source, numbers[err.item], err.problem)
+            if not skip:
+                raise error from None
+            print(f"tacred predict: skipped {error}", file=sys.stderr)
+            lines[numbers[err.item] - 1] = ""
+            del inputs[err.item], numbers[err.item]
 
 
 def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: int) -> int:
@@ -144,6 +174,7 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
     from tacred.inference.api import load_model
     from tacred.training.quiet import tacred_log_lines
 
+    given = sum(1 for line in lines if line.strip())
     try:
         with tacred_log_lines():
             if args.num_threads:
@@ -152,13 +183,14 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
                 torch.set_num_threads(args.num_threads)
             predictor = load_model(args.ckpt_path, device=args.device, threshold=args.threshold,
                                    spacy_model=args.spacy_model, batch_size=args.batch_size)
-            examples, left_out = _annotate(predictor, lines, args.format, source, args.skip_bad_lines)
+            inputs, numbers = _inputs(lines, args.format, source, args.skip_bad_lines)
+            predictions = _predictions(predictor, inputs, numbers, lines, source, args.skip_bad_lines)
     except (AnnotationError, SpacyModelError, TacredError, FileNotFoundError) as err:
         print(f"tacred predict: error: {err}", file=sys.stderr)
         return 2
-    skipped += left_out
+    skipped += given - sum(1 for line in lines if line.strip())  # left out by _inputs and _predictions
     records = []
-    for prediction in predictor.predict_examples(examples):
+    for prediction in predictions:
         record = prediction.to_dict()
         records.append({"id": record["id"], "subject": record["subject"], "object": record["object"],
                         "relation": record["relation"], "probability": round(record["probability"], 6),

@@ -23,7 +23,13 @@ if TYPE_CHECKING:
 
 
 class InputError(ValueError):
-    """An input the model cannot read; the message names the item and the problem."""
+    """An input the model cannot read; the message names the item and the problem. ``item`` is the input's position
+    in the list given (None when no one input is at fault) and ``problem`` the message without the position."""
+
+    def __init__(self, message: str, item: int | None = None, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.item = item
+        self.problem = message if problem is None else problem
 
 
 def as_items(inputs: Any) -> tuple[list[Any], bool]:
@@ -87,7 +93,7 @@ class InputReader:
             try:
                 self._read(item, i)
             except InputError as err:
-                raise InputError(f"{self._where(i, len(items))}: {err}") from err
+                raise InputError(f"{self._where(i, len(items))}: {err}", i, str(err)) from err
         self._annotate(len(items))
         return [ex for ex in self._examples if ex is not None]
 
@@ -181,7 +187,7 @@ class InputReader:
                     tokenized.append(tokenize_with_spans(nlp, marked.text, [marked.subj, marked.obj]))
                     self._check_length(len(tokenized[-1].words))
                 except (SpanError, InputError) as err:
-                    raise InputError(f"{self._where(slot, count)}: {err}") from err
+                    raise InputError(f"{self._where(slot, count)}: {err}", slot, str(err)) from err
             annotations = annotate_words((t.words for t in tokenized), nlp, (t.spaces for t in tokenized))
             for (slot, marked, ex_id), tok, ann in zip(self._texts, tokenized, annotations, strict=True):
                 self._examples[slot] = tacred_example(ex_id or f"#{slot}", ann, tok.spans[0], tok.spans[1],

@@ -168,6 +168,61 @@ def test_predict_sentences_takes_the_options_of_predict_and_keeps_earlier_output
     assert (tmp_path / "predictions-1.jsonl").read_text() == (tmp_path / "predictions.jsonl").read_text()
 
 
+def test_predict_sentences_answers_as_the_python_api(model, checkpoint, monkeypatch, capsys, nlp):
+    """`tacred predict --sentences` is the Python API on each line (ids line-N unless a record gives one); a line whose
+    id repeats an earlier one is named by its line and, with --skip_bad_lines, left out."""
+    import io
+
+    from tacred.commands.predict_raw import main
+
+    text = "Maria Lopez , the chief executive of Acme Holdings , said ."
+    records = [{"text": text, "subj": [0, 11], "obj": [37, 50]}, {"text": text, "subj": [37, 50], "obj": [0, 11], "id": 7},
+               {"text": text, "subj": [0, 5], "obj": [37, 41], "id": "7"}]
+    lines = "\n".join(json.dumps(r) for r in records) + "\n"
+    argv = ["--ckpt_path", str(checkpoint), "--sentences", "-", "--format", "offsets", "--output", "jsonl"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    assert main(argv) == 2
+    assert "tacred predict: error: <stdin>, line 3: id '7' repeats the id of line 2" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    assert main([*argv, "--skip_bad_lines"]) == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in rows] == ["line-1", "7"] and "1 of 3 lines skipped, 2 predicted" in err
+    for row, pred in zip(rows, model.predict(records[:2]), strict=True):
+        assert (row["relation"], row["subject"], row["object"]) == (pred.relation, pred.subject, pred.object)
+        assert row["probabilities"] == {k: round(v, 6) for k, v in pred.probabilities.items()}
+
+
+def test_an_input_error_names_the_position_of_the_input(model):
+    from tacred.inference.inputs import InputError
+
+    with pytest.raises(InputError) as failed:
+        model.predict([MARKED, "no markers here"])
+    assert (failed.value.item, str(failed.value)) == (1, f"input 1: {failed.value.problem}")
+    assert failed.value.problem.startswith("no subject marker")
+
+
+def test_a_sentence_the_api_refuses_is_named_by_its_line_or_skipped(monkeypatch, capsys):
+    """What only the API finds (spaCy cannot cut a marked span into tokens) is reported with the line it came from."""
+    from tacred.commands.predict_raw import _predictions
+    from tacred.data.annotate import AnnotationError
+    from tacred.inference.inputs import InputError
+
+    class Refuses:  # stands in for a Predictor that cannot tokenise the inputs marked "bad"
+        def predict(self, inputs):
+            for k, item in enumerate(inputs):
+                if "bad" in item["text"]:
+                    raise InputError(f"input {k}: no token", k, "span [0, 3) = 'bad' contains no token")
+            return [item["id"] for item in inputs]
+
+    lines = ["<subj>a</subj> b <obj>c</obj>", "", "<subj>bad</subj> <obj>c</obj>", "<subj>d</subj> e <obj>f</obj>"]
+    inputs = [{"text": lines[i], "id": f"line-{i + 1}"} for i in (0, 2, 3)]
+    with pytest.raises(AnnotationError, match="^x.txt, line 3: span"):
+        _predictions(Refuses(), list(inputs), [1, 3, 4], list(lines), "x.txt", skip=False)
+    assert _predictions(Refuses(), inputs, [1, 3, 4], lines, "x.txt", skip=True) == ["line-1", "line-4"]
+    assert lines[2] == "" and "skipped x.txt, line 3: span [0, 3)" in capsys.readouterr().err
+
+
 def test_the_readme_example_runs(checkpoint, nlp, capsys):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = next(b.split("\n", 1)[1] for b in readme.split("```python")[1:] if "load_model" in b)
