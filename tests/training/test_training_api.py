@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -137,3 +138,17 @@ def test_evaluate_names_what_it_cannot_find(checkpoint: Path, tmp_path: Path) ->
     with pytest.raises(CheckpointError, match="checkpoint not found"):
         evaluate(tmp_path / "none.ckpt")
 
+
+@pytest.mark.slow  # trains 2 epochs on 120 generated sentences
+def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/using.md's "Train and evaluate from Python", as a user runs it from a clone (configs/ beside it)."""
+    text = (REPO / "docs" / "using.md").read_text(encoding="utf-8")
+    [code] = re.findall(r"<!-- tested: fit-and-evaluate -->\n```python\n(.*?)```", text, re.S)
+    (tmp_path / "configs").symlink_to(REPO / "configs")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/using.md", "exec"), {})  # noqa: S102 - the documented example
+    out = capsys.readouterr().out.splitlines()  # an epoch line per epoch, then the example's two lines
+    assert re.fullmatch(r"test F1 \d+\.\d on 40 examples", out[-2]), out
+    assert out[-1].startswith("[")  # the most confident error, if the model made one
+    assert (tmp_path / "runs" / "mini" / "checkpoints" / "best.ckpt").is_file()
