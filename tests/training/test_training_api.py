@@ -99,15 +99,17 @@ def test_a_fit_in_a_subprocess_needs_its_run_folder_and_no_callbacks(tmp_path: P
         fit(run_dir=tmp_path, log=tmp_path / "fit.log")
 
 
-@pytest.mark.slow  # starts `python -m tacred fit` (~5 s of imports)
 def test_a_failed_fit_in_a_subprocess_is_a_fit_error_with_its_log(tmp_path: Path) -> None:
+    """`python -m tacred fit` stops at the missing config file, before torch is imported (under a second)."""
     log = tmp_path / "fit.log"
     with pytest.raises(FitError) as failed:
-        fit(args=["--model.no_such_option", "1"], run_dir=tmp_path / "run", in_subprocess=True, log=log)
+        fit(tmp_path / "nothere.yaml", run_dir=tmp_path / "run", in_subprocess=True, log=log)
     assert failed.value.returncode == 2 and failed.value.log == log
     assert failed.value.command[1:4] == ["-m", "tacred", "fit"]
-    text = log.read_text()
-    assert text.startswith("$ ") and "tacred fit: error:" in text and "no_such_option" in text
+    lines = log.read_text().splitlines()
+    assert lines[0] == "$ " + " ".join(failed.value.command)
+    assert lines[-1] == f"tacred fit: error: --config {tmp_path / 'nothere.yaml'}: file not found"
+    assert not (tmp_path / "run").exists()
 
 
 def test_evaluate_gives_the_probabilities_tacred_test_writes(checkpoint: Path, tmp_path: Path) -> None:
