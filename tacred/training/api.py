@@ -174,20 +174,24 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
         checkpoint: a checkpoint file, or a run folder (its ``checkpoints/best.ckpt``, else ``last.ckpt``).
         split: ``train``, ``dev`` or ``test``, or a TACRED JSON file.
         data_dir: where the split files are, when they moved since training.
-        batch_size: examples per forward pass; device: ``cpu``, ``cuda`` or ``cuda:N``.
+        batch_size: examples per forward pass.
+        device: ``cpu`` (default), ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present); an absent one is a
+            :class:`~tacred.devices.DeviceError`.
     """
     import numpy as np
 
     from tacred.checkpoints import read_checkpoint, resolve_checkpoint
+    from tacred.devices import torch_device
     from tacred.evaluation.predictions import Evaluation
     from tacred.inference.trained import TrainedNetwork
 
     file = None if str(split) in SPLITS else Path(split)
     if file is not None and not file.is_file():
         raise FileNotFoundError(f"evaluate: {str(split)!r} is neither a split ({', '.join(SPLITS)}) nor a file")
+    resolved = torch_device(device)  # an absent device is an error before the file is read
     path = resolve_checkpoint(checkpoint)
     contents = read_checkpoint(path)
-    model = TrainedNetwork.from_checkpoint(path, map_location=device, checkpoint=contents)
+    model = TrainedNetwork.from_checkpoint(path, map_location=resolved, checkpoint=contents)
     encoded, source = checkpoint_split(path, str(split), data_dir, file, contents)
     probs = model.split_probabilities(encoded, batch_size).double().numpy()  # (N, L)
     return Evaluation(list(encoded.ids), list(model.vocab.labels.itos), model.vocab.no_relation,

@@ -139,6 +139,13 @@ def test_evaluate_names_what_it_cannot_find(checkpoint: Path, tmp_path: Path) ->
 
     with pytest.raises(CheckpointError, match="checkpoint not found"):
         evaluate(tmp_path / "none.ckpt")
+    import torch
+
+    from tacred.devices import DeviceError
+
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="CUDA is not available"):
+            evaluate(checkpoint, device="cuda")
 
 
 @pytest.mark.slow  # trains 2 epochs on 120 generated sentences
