@@ -141,16 +141,17 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 
-# Test files that take longest (seconds of one file on one worker, `pytest --junitxml` on 2 cores, 2026-11-24),
+# Test files that take longest (seconds of one file on one worker, `pytest --junitxml` with `make test`'s 2 workers),
 # longest first. `make test` hands whole files to its 2 workers in collection order (`--dist loadfile
 # --no-loadscope-reorder`); starting with the long files and ending with the many short ones keeps both workers busy
 # to the end (longest-processing-time-first scheduling). xdist's own order, most tests first, put the files with a
-# few long tests last, where one worker ran them while the other waited. A file not listed runs after these.
+# few long tests last, where one worker ran them while the other waited. A file not listed runs after these;
+# tests/test_layout.py checks that every name here is a test file.
 LONGEST_FIRST = (
-    "test_benchmarks.py", "analysis/test_ablation.py", "test_bad_inputs.py", "test_notebooks.py",
-    "data/test_semeval.py", "test_progress.py", "test_distributed.py", "test_faults.py", "tuning/test_tuning.py",
-    "test_tracking.py", "analysis/test_ensemble.py", "models/test_model.py", "analysis/test_plots.py",
-    "test_threshold.py", "test_serving.py", "test_cli.py",
+    "experiments/test_ablation.py", "test_benchmarks.py", "experiments/test_ensemble.py", "test_bad_inputs.py",
+    "models/test_model.py", "experiments/test_tuning.py", "training/test_progress.py", "test_faults.py",
+    "training/test_tracking.py", "test_distributed.py", "analysis/test_plots.py", "models/test_transformer.py",
+    "test_notebooks.py", "evaluation/test_threshold.py", "serving/test_server.py", "test_cli.py",
 )
 
 
