@@ -141,16 +141,17 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 
-# Test files that take longest (seconds of one file on one worker, `pytest --junitxml` on 2 cores, 2026-11-24),
-# longest first. `make test` hands whole files to its 2 workers in collection order (`--dist loadfile
-# --no-loadscope-reorder`); starting with the long files and ending with the many short ones keeps both workers busy
-# to the end (longest-processing-time-first scheduling). xdist's own order, most tests first, put the files with a
-# few long tests last, where one worker ran them while the other waited. A file not listed runs after these.
+# Test files that take longest, longest first: CPU seconds of each file (its process and the subprocesses it waited
+# for) in a `make test` run, which a quiet 2-core machine turns into about as many seconds of wall time. `make test`
+# hands whole files to its 2 workers in collection order (`--dist loadfile --no-loadscope-reorder`); starting with
+# the long files and ending with the many short ones keeps both workers busy to the end (longest-processing-time-first
+# scheduling). xdist's own order, most tests first, put the files with a few long tests last, where one worker ran
+# them while the other waited. A file not listed runs after these; tests/test_layout.py checks every name here.
 LONGEST_FIRST = (
-    "test_benchmarks.py", "analysis/test_ablation.py", "test_bad_inputs.py", "test_notebooks.py",
-    "data/test_semeval.py", "test_progress.py", "test_distributed.py", "test_faults.py", "tuning/test_tuning.py",
-    "test_tracking.py", "analysis/test_ensemble.py", "models/test_model.py", "analysis/test_plots.py",
-    "test_threshold.py", "test_serving.py", "test_cli.py",
+    "experiments/test_ablation.py", "test_benchmarks.py", "test_bad_inputs.py", "test_faults.py",
+    "experiments/test_ensemble.py", "training/test_progress.py", "test_notebooks.py", "training/test_tracking.py",
+    "experiments/test_tuning.py", "analysis/test_plots.py", "test_distributed.py", "models/test_transformer.py",
+    "models/test_model.py", "serving/test_server.py", "test_cli.py",
 )
 
 

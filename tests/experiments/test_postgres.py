@@ -22,10 +22,10 @@ from pathlib import Path
 
 import optuna
 import pytest
-from tests.experiments.test_tuning import SPACE, tiny_space
 
 from tacred.commands import tune
 from tests.conftest import doc_block, free_port
+from tests.experiments.test_tuning import SPACE, tiny_space
 
 pytestmark = [pytest.mark.slow, pytest.mark.scale]
 BIN_DIRS = ("/usr/local/bin", *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True))  # Debian's, newest first

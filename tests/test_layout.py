@@ -1,0 +1,99 @@
+"""The package keeps the layout that docs/architecture.md draws: every import points down the layers (or stays in its
+own layer), the few that point up are listed with their reason, and the page names every module of the package."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "tacred"
+
+# Lower numbers are lower layers; a module may import its own layer and the ones below it.
+LAYERS = {
+    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0,  # the shared basics
+    "data": 1,
+    "models": 2,
+    "evaluation": 3,
+    "training": 4, "inference": 4,
+    "serving": 5, "experiments": 5, "analysis": 5,
+    "commands": 6, "cli": 6, "__main__": 6,
+}
+
+# Imports against the direction, each made inside a function (never at import time), with the reason.
+UPWARD = {
+    # the safe unpickler allows the one project class a checkpoint's hyperparameters hold
+    ("tacred.checkpoints", "tacred.models.config"),
+    # NetworkConfig checks itself with the option checks that the CLI also runs before any work
+    ("tacred.models.config", "tacred.training.validation"),
+    # the demo model of notebooks and tests is trained through `tacred fit`
+    ("tacred.analysis.inspection", "tacred.cli"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else "tacred"]
+
+
+def imported(path: Path) -> set[str]:
+    """The tacred modules ``path`` imports, at module level or inside functions (``from tacred import x`` names the
+    module ``tacred.x`` when there is one)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.split(".")[0] == "tacred"}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "tacred":
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                names.add(child if child in MODULES else node.module)
+    return names
+
+
+def test_every_package_and_top_level_module_has_a_layer():
+    tops = {m.split(".")[1] for m in MODULES if "." in m} | {"tacred"}
+    assert not tops - LAYERS.keys(), f"place these in LAYERS and in docs/architecture.md: {sorted(tops - LAYERS.keys())}"
+
+
+def test_imports_point_down_the_layers():
+    upward = {(source, target) for source, path in MODULES.items() if source != "tacred"  # the lazy load_model
+              for target in imported(path) if layer(target) > layer(source)}
+    assert not upward - UPWARD, (
+        f"imports from a lower layer to a higher one (docs/architecture.md): {sorted(upward - UPWARD)}")
+    assert not UPWARD - upward, f"listed in UPWARD but no longer imported (remove them here and in the docs): " \
+                                f"{sorted(UPWARD - upward)}"
+
+
+def test_the_architecture_page_names_every_module():
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    tree = re.search(r"```text\n(tacred/.*?)```", page, re.S)
+    assert tree, "docs/architecture.md: no ```text block with the package tree"
+    named, stack = set(), []
+    for line in tree.group(1).splitlines():
+        match = re.match(r"^(?P<indent>[│├└─ ]*)(?P<name>[\w.]+/?)", line)
+        if not match or not match.group("name").strip():
+            continue
+        depth = len(match.group("indent")) // 4
+        stack[depth:] = [match.group("name").rstrip("/")]
+        named.add(".".join(n.removesuffix(".py") for n in stack).removesuffix(".__init__"))
+    missing = sorted(MODULES.keys() - named)
+    assert not missing, f"docs/architecture.md does not show these modules in its tree: {missing}"
+    stale = sorted(named - MODULES.keys())
+    assert not stale, f"docs/architecture.md shows modules that do not exist: {stale}"
+
+
+def test_the_longest_first_order_names_test_files():
+    from tests.conftest import LONGEST_FIRST
+
+    missing = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
+    assert not missing, f"tests/conftest.py LONGEST_FIRST names files that do not exist (moved?): {missing}"
