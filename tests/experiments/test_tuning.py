@@ -99,6 +99,22 @@ def test_a_tuned_recipe_is_its_studys_best_trial_and_a_config_fit_accepts(recipe
     assert network.get("encoder", "self_attention") == expected["model"].get("network", {}).get("encoder", "self_attention")
 
 
+# the GloVe study's recipes (docs/results/semeval_glove/): each study's re-checked best on its base configs (the
+# vectors and the input layout chosen on dev), one override file on configs/semeval.yaml
+GLOVE_RECIPES = sorted((REPO / "configs" / "semeval" / "glove").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("recipe", GLOVE_RECIPES, ids=lambda p: p.stem)
+def test_a_glove_recipe_is_its_studys_rechecked_best_on_the_studys_base_configs(recipe: Path) -> None:
+    space = T.SearchSpace.load(REPO / "configs" / "tune" / f"semeval_glove_{recipe.stem}.yaml")
+    assert space.configs[0] == "configs/semeval.yaml", "recipes apply on configs/semeval.yaml"
+    best = yaml.safe_load((REPO / "docs" / "results" / "semeval_glove" / f"tune_{recipe.stem}" /
+                           "recheck_best.yaml").read_text())
+    expected = merged(*(yaml.safe_load((REPO / c).read_text()) for c in space.configs[1:]), best)
+    assert yaml.safe_load(recipe.read_text()) == expected, "copied from the study's record"
+    assert expected["data"]["glove_path"] == "glove-6b-50d" and expected["model"]["network"]["word_dim"] == 50
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"parameters": {}}, "'parameters' must map"),
     ({"parameters": {"model.lr": {"type": "normal", "low": 0, "high": 1}}}, "parameters.model.lr: type must be one of"),
