@@ -13,7 +13,7 @@ PACKAGE = REPO / "tacred"
 
 # Lower numbers are lower layers; a module may import its own layer and the ones below it.
 LAYERS = {
-    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0,  # the shared basics
+    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0, "option_rules": 0,  # the shared basics
     "data": 1,
     "models": 2,
     "evaluation": 3,
@@ -26,10 +26,6 @@ LAYERS = {
 UPWARD = {
     # the safe unpickler allows the one project class a checkpoint's hyperparameters hold
     ("tacred.checkpoints", "tacred.models.config"),
-    # NetworkConfig checks itself with the option checks that the CLI also runs before any work
-    ("tacred.models.config", "tacred.training.validation"),
-    # the demo model of notebooks and tests is trained through `tacred fit`
-    ("tacred.analysis.inspection", "tacred.cli"),
 }
 
 
