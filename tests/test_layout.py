@@ -13,7 +13,7 @@ PACKAGE = REPO / "tacred"
 
 # Lower numbers are lower layers; a module may import its own layer and the ones below it.
 LAYERS = {
-    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0, "option_rules": 0,  # the shared basics
+    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0, "option_rules": 0,  # basics
     "data": 1,
     "models": 2,
     "evaluation": 3,
