@@ -162,3 +162,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return rank.get(item.path.relative_to(REPO / "tests").as_posix(), len(rank))
 
     items.sort(key=file_rank)  # stable: the order within a file, and among the unlisted files, stays
+
+
+@pytest.fixture
+def keep_torch_threads():
+    """``--num_threads`` sets torch's thread count for the whole process (configs/demo.yaml: 1); the tests that run
+    ``tacred fit`` in this process give later tests the count they found."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)

@@ -551,10 +551,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 
 
 @pytest.fixture(autouse=True)
-def _keep_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+def _keep_threads(keep_torch_threads):
+    """Every test here may run `tacred fit` in this process."""
 
 
 def test_the_table_covers_at_least_150_cases():

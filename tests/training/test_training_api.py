@@ -32,13 +32,8 @@ def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def torch_threads():
-    """``--num_threads`` (configs/demo.yaml: 1) sets torch's thread count for the process; later tests get it back."""
-    import torch
-
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+def torch_threads(keep_torch_threads):
+    """Every test here may run `tacred fit` in this process (configs/demo.yaml sets 1 thread)."""
 
 
 def dev_rows(run: Path) -> list[dict[str, str]]:
