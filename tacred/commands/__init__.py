@@ -12,6 +12,7 @@ COMMANDS: dict[str, str] = {
     "patch": "patch",
     "ensemble": "ensemble",
     "ablate": "ablate",
+    "compare": "compare",
     "plot": "plot",
     "threshold": "threshold",
     "tune": "tune",

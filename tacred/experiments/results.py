@@ -137,20 +137,24 @@ def significance(out: str | Path, variants: Sequence[str], reference: str, resam
 
 def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
     """Test F1 (%) of the majority vote and of the averaged probabilities of the given seeds (None: < 2 seeds with
-    probabilities)."""
-    from tacred.evaluation.scoring import score
+    probabilities); on SemEval's label set also their official macro-F1 (``vote_macro``, ``average_macro``)."""
+    from tacred.evaluation.scoring import score, semeval_macro_f1
     from tacred.experiments.ensemble import average_vote, majority_vote
+    from tacred.training.reports import is_semeval_label_set
 
     runs = [r for r in runs if r.probs is not None]
     if len(runs) < 2:
         return None
     probs = np.stack([r.probs for r in runs])  # (K, N, C)
-    labels, gold = runs[0].labels, [runs[0].labels[i] for i in runs[0].gold]
-
-    def f1(pred: np.ndarray) -> float:
-        return 100 * score(gold, [labels[i] for i in pred], no_relation=runs[0].no_relation).f1
-
-    return {"vote": f1(majority_vote(probs)), "average": f1(average_vote(probs)), "members": len(runs)}
+    labels, gold, other = runs[0].labels, [runs[0].labels[i] for i in runs[0].gold], runs[0].no_relation
+    predictions = {"vote": [labels[i] for i in majority_vote(probs)],
+                   "average": [labels[i] for i in average_vote(probs)]}
+    scores: dict[str, float] = {name: 100 * score(gold, pred, no_relation=other).f1
+                                for name, pred in predictions.items()}
+    if is_semeval_label_set(labels, other):
+        scores.update({f"{name}_macro": 100 * semeval_macro_f1(gold, pred, other=other).macro_f1
+                       for name, pred in predictions.items()})
+    return {**scores, "members": len(runs)}
 
 
 def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
@@ -176,6 +180,8 @@ def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
             "dev_f1": [round(100 * r.dev_f1, 2) for r in runs],
             "ensemble_vote_f1": round(ensembles["vote"], 2) if ensembles else None,
             "ensemble_avg_f1": round(ensembles["average"], 2) if ensembles else None,
+            **({"ensemble_vote_macro_f1": round(ensembles["vote_macro"], 2),
+                "ensemble_avg_macro_f1": round(ensembles["average_macro"], 2)} if "vote_macro" in ensembles else {}),
             "epochs": sorted({r.epochs for r in runs}),
             "dev_plateau": plateau(curves[name]) if name in curves else None,
             "checkpoint": sorted({r.checkpoint for r in runs}),

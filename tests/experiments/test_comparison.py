@@ -1,0 +1,152 @@
+"""Tests of ``tacred compare``: the results table beside published figures is computed from stored runs (means,
+ensembles, the dev-chosen best, targets), a wrong spec is one line naming the file and entry, and README's table is
+what the committed runs give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tacred.cli import main
+from tacred.experiments import comparison as C
+from tests.conftest import REPO
+
+LABELS = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)", "Member-Collection(e1,e2)"]
+GOLD = [1, 2, 3, 0, 1, 3, 0, 2]
+
+
+def store(results: Path, variant: str, seed: int, pred: list[int], dev_f1: float, f1: float, macro: float) -> None:
+    """One stored run as `tacred ablate` leaves it: result.json and test_probabilities.npz."""
+    folder = results / variant / f"seed_{seed}"
+    folder.mkdir(parents=True)
+    record = {"variant": variant, "seed": seed, "precision": f1, "recall": f1, "f1": f1, "dev_f1": dev_f1,
+              "parameters": 10, "epochs": 40, "seconds": 1.0, "semeval_macro_f1": macro, "recipe": [f"{variant}.yaml"],
+              "commit": "abc", "test": {"labels": LABELS, "no_relation": "Other", "gold": GOLD, "pred": pred}}
+    (folder / "result.json").write_text(json.dumps(record))
+    probs = np.full((len(GOLD), len(LABELS)), 0.1)
+    probs[np.arange(len(GOLD)), pred] = 0.7
+    np.savez_compressed(folder / "test_probabilities.npz", probs=probs.astype(np.float16),
+                        ids=np.asarray([str(i) for i in range(len(GOLD))]))
+
+
+SPEC = """\
+title: a small comparison
+results: runs
+seeds: 2
+models:
+  - {key: paper, name: the paper's network, inputs: glove, variant: paper, target: {macro_f1: 60.0, max_std: 1.0}}
+  - {key: best, name: best, inputs: glove, candidates: [paper, lstm], target: {macro_f1: 90.0}}
+  - {key: big, name: a transformer, inputs: MiniLM, variant: big}
+published:
+  - {name: C-GCN, inputs: GloVe 840B.300d, macro_f1: 84.8, source: "Zhang et al. (2018)"}
+"""
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    # paper: dev 0.80 mean; lstm: better on test but worse on dev, so `best` must be paper
+    store(runs, "paper", 1, [1, 2, 3, 0, 1, 3, 0, 2], dev_f1=0.81, f1=0.70, macro=0.64)
+    store(runs, "paper", 2, [1, 2, 3, 0, 1, 1, 0, 2], dev_f1=0.79, f1=0.60, macro=0.58)
+    store(runs, "lstm", 1, [1, 2, 3, 0, 1, 3, 0, 2], dev_f1=0.70, f1=0.90, macro=0.90)
+    store(runs, "lstm", 2, [1, 2, 3, 0, 1, 3, 0, 2], dev_f1=0.72, f1=0.90, macro=0.90)
+    store(runs, "big", 1, [1, 2, 3, 0, 1, 3, 0, 2], dev_f1=0.90, f1=0.95, macro=0.95)
+    path = tmp_path / "comparison.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+def test_rows_are_means_over_seeds_with_both_ensembles_and_best_is_chosen_on_dev(spec: Path) -> None:
+    summary = C.measure(C.load_spec(spec))
+    paper = summary["paper"]
+    assert paper["test_f1"] == [70.0, 60.0] and paper["macro_f1"] == [64.0, 58.0]
+    assert (paper["macro_f1_mean"], paper["macro_f1_std"]) == (61.0, 4.24)
+    assert paper["complete"] and paper["epochs"] == [40] and paper["recipe"] == ["paper.yaml"]
+    # the two seeds disagree on one sentence; the ensembles are scored like single runs
+    assert paper["ensemble_vote_f1"] is not None and paper["ensemble_avg_macro_f1"] is not None
+    assert summary["best"]["variant"] == "paper"  # lstm scores higher on test, lower on dev
+    assert summary["best"]["candidates_dev_f1_mean"] == {"paper": 80.0, "lstm": 71.0}
+    assert summary["published"] == [{"name": "C-GCN", "inputs": "GloVe 840B.300d", "macro_f1": 84.8,
+                                     "source": "Zhang et al. (2018)"}]
+
+
+def test_targets_say_met_or_by_how_much_they_are_missed(spec: Path) -> None:
+    summary = C.measure(C.load_spec(spec))
+    assert summary["paper"]["targets"] == {
+        "macro_f1": {"target": 60.0, "value": 61.0, "met": True, "missed_by": 0.0},
+        "max_std": {"target": 1.0, "value": 4.24, "met": False, "missed_by": 3.24}}
+    assert summary["best"]["targets"]["macro_f1"]["missed_by"] == 29.0
+
+
+def test_a_row_short_of_its_seeds_is_marked_under_way_and_has_no_verdict(spec: Path) -> None:
+    spec_text = spec.read_text().replace("variant: big}", "variant: big, target: {macro_f1: 1.0}}")
+    spec.write_text(spec_text)
+    summary = C.measure(C.load_spec(spec))
+    assert not summary["big"]["complete"] and summary["big"]["targets"] is None
+    table = C.render_markdown(C.load_spec(spec), summary)
+    assert "| a transformer | MiniLM | (95.00 ± 0.00) | (95.00 ± 0.00) | – | under way (1 of 2 seeds) |" in table
+    assert "≥ 60.0: met; std ≤ 1.0: missed by 3.24" in table
+    assert "| C-GCN [1] | GloVe 840B.300d | 84.8 |" in table and "[1] Zhang et al. (2018)" in table
+
+
+def test_best_waits_for_every_candidate(spec: Path) -> None:
+    for path in (spec.parent / "runs" / "lstm" / "seed_2").iterdir():
+        path.unlink()
+    (spec.parent / "runs" / "lstm" / "seed_2").rmdir()
+    best = C.measure(C.load_spec(spec))["best"]
+    assert not best["complete"] and best["chosen_by"] == "not yet: waiting for lstm"
+
+
+def test_the_command_writes_summary_and_table_and_rewrites_them_identically(spec: Path, capsys) -> None:
+    out = spec.parent / "out"
+    out.mkdir()
+    assert main(["compare", str(spec), "--out", str(out)]) == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert set(first) == {"summary.json", "comparison.md"}
+    assert "# a small comparison" in capsys.readouterr().out
+    assert main(["compare", str(spec), "--out", str(out)]) == 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+
+
+@pytest.mark.parametrize("change, message", [
+    ("variant: big}", "variant: big, candidates: [a, b]}"),
+    ("seeds: 2", "seeds: 0"),
+    ("macro_f1: 84.8", "macro_f1: high"),
+    ("target: {macro_f1: 90.0}", "target: {f1: 90.0}"),
+])
+def test_a_wrong_spec_is_one_line_naming_the_file_and_entry(spec: Path, capsys, change, message) -> None:
+    spec.write_text(spec.read_text().replace(change, message))
+    assert main(["compare", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tacred compare: error: ") and str(spec) in err and len(err.splitlines()) == 1
+    expected = {"variant: big}": "models[2]: give exactly one of 'variant' and 'candidates'",
+                "seeds: 2": "'seeds' must be a positive integer",
+                "macro_f1: 84.8": "published[0]: macro_f1: must be a number",
+                "target: {macro_f1: 90.0}": "models[1]: 'target' may hold"}[change]
+    assert expected in err
+
+
+def test_a_missing_results_folder_is_named(spec: Path, capsys) -> None:
+    spec.write_text(spec.read_text().replace("results: runs", "results: nowhere"))
+    assert main(["compare", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "results folder" in err and str(spec.parent / "nowhere") in err
+
+
+# -- the committed comparison --------------------------------------------------------------------------------------
+GLOVE = REPO / "docs" / "results" / "semeval_glove"
+
+
+def test_the_committed_summary_and_table_are_what_the_committed_runs_give(tmp_path: Path) -> None:
+    C.compare(GLOVE / "comparison.yaml", tmp_path)
+    for name in ("summary.json", "comparison.md"):
+        assert (tmp_path / name).read_text() == (GLOVE / name).read_text(), (
+            f"{name} is stale: run `tacred compare docs/results/semeval_glove/comparison.yaml`")
+
+
+def test_readmes_results_table_is_the_committed_comparison() -> None:
+    table = C.table_of((GLOVE / "comparison.md").read_text())
+    assert table in (REPO / "README.md").read_text(), "README's results table differs from comparison.md"
