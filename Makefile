@@ -123,7 +123,7 @@ results-semeval-glove: semeval-data
 	  results-semeval-glove: configs/semeval/glove/{paper,pa_lstm}.yaml come from the finished studies \
 	  ($(GLOVE_OUT)/README.md)"; exit 2; }
 	$(call twice,$(FIVE_SEEDS_GLOVE))
-	$(TACRED) compare $(GLOVE_OUT)/comparison.yaml
+	$(TACRED) compare $(GLOVE_OUT)/comparison.yaml --readme README.md
 	$(call twice,$(ABLATION_GLOVE))
 
 FIVE_SEEDS_GLOVE = $(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/glove/paper.yaml \

@@ -16,7 +16,7 @@ SPEC is a YAML file: `results` (a folder written by `tacred ablate`), `seeds` (h
 taken; optional `target`: macro_f1, max_std, vote_macro_f1) and `published` (name, inputs, macro_f1, source).
 Nothing is trained: the same stored runs always give the same files.
 
-example: tacred compare docs/results/semeval_glove/comparison.yaml
+example: tacred compare docs/results/semeval_glove/comparison.yaml --readme README.md
 """
 
 
@@ -25,13 +25,16 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("spec", metavar="SPEC", help="the comparison's YAML spec")
     parser.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the spec's folder)")
+    parser.add_argument("--readme", default=None, metavar="FILE",
+                        help="also put the table into FILE between its '<!-- tacred compare: start -->' and "
+                             "'<!-- tacred compare: end -->' lines")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        paths = compare(args.spec, args.out)
+        paths = compare(args.spec, args.out, args.readme)
     except (OSError, ValueError) as err:
         return report("compare", err)
     print(paths[1].read_text(), end="")

@@ -244,20 +244,43 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
         lines.append(f"| {name} | {model.inputs} | {macro} | {micro} | {vote} | {_target_cell(model, row, spec.seeds)} |")
     for i, paper in enumerate(spec.published, 1):
         lines.append(f"| {paper.name} [{i}] | {paper.inputs} | {paper.macro_f1:g} | – | – | published |")
-    notes = [f"[{i}] {paper.source}" for i, paper in enumerate(spec.published, 1)]
+    notes = [f"- [{i}] {paper.source}" for i, paper in enumerate(spec.published, 1)]
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
 
-def compare(spec_path: str | Path, out: str | Path | None = None) -> list[Path]:
-    """Write ``summary.json`` and ``comparison.md`` into ``out`` (default: the spec's folder)."""
+def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | Path | None = None) -> list[Path]:
+    """Write ``summary.json`` and ``comparison.md`` into ``out`` (default: the spec's folder) and, if given, the
+    table into ``readme`` between its markers."""
     spec = load_spec(spec_path)
     if not spec.results.is_dir():
         raise ComparisonError(f"{spec.path}: results folder {spec.results} does not exist")
+    if readme is not None:
+        _readme_parts(Path(readme))  # a README without its markers fails before anything is written
     out = Path(out) if out is not None else spec.path.parent
     summary = measure(spec)
+    table = render_markdown(spec, summary)
     header = f"# {spec.title}\n\n" if spec.title else ""
-    return [write_json(out / SUMMARY_FILE, summary),
-            write_text_atomic(out / TABLE_FILE, header + render_markdown(spec, summary))]
+    paths = [write_json(out / SUMMARY_FILE, summary), write_text_atomic(out / TABLE_FILE, header + table)]
+    return paths + ([update_readme(readme, table)] if readme is not None else [])
+
+
+README_START = "<!-- tacred compare: start -->"
+README_END = "<!-- tacred compare: end -->"
+
+
+def _readme_parts(path: Path) -> tuple[str, str]:
+    """What comes before README's start marker and after its end marker."""
+    text = path.read_text(encoding="utf-8")
+    if text.count(README_START) != 1 or text.count(README_END) != 1 or text.index(README_START) > text.index(README_END):
+        raise ComparisonError(f"{path}: needs one '{README_START}' line before one '{README_END}' line")
+    head, rest = text.split(README_START)
+    return head, rest.split(README_END)[1]
+
+
+def update_readme(path: str | Path, table: str) -> Path:
+    """Put ``table`` between README's two marker comments (:data:`README_START`, :data:`README_END`)."""
+    head, tail = _readme_parts(Path(path))
+    return write_text_atomic(path, f"{head}{README_START}\n{table}{README_END}{tail}")
 
 
 def table_of(markdown: str) -> str:
@@ -267,4 +290,5 @@ def table_of(markdown: str) -> str:
     return "\n".join(lines[start:]).strip() + "\n"
 
 
-__all__: Sequence[str] = ("ComparisonError", "Spec", "compare", "load_spec", "measure", "render_markdown", "table_of")
+__all__: Sequence[str] = ("ComparisonError", "Spec", "compare", "load_spec", "measure", "render_markdown", "table_of",
+                          "update_readme")

@@ -136,6 +136,25 @@ def test_a_missing_results_folder_is_named(spec: Path, capsys) -> None:
     assert "results folder" in err and str(spec.parent / "nowhere") in err
 
 
+def test_the_readme_gets_the_table_between_its_markers_and_nothing_else_moves(spec: Path, capsys) -> None:
+    readme = spec.parent / "README.md"
+    readme.write_text(f"# tool\n\nintro\n\n{C.README_START}\nold table\n{C.README_END}\n\nafter\n")
+    out = spec.parent / "out"
+    out.mkdir()
+    for _ in range(2):  # a second run finds its own table and replaces it the same way
+        assert main(["compare", str(spec), "--out", str(out), "--readme", str(readme)]) == 0
+        text = readme.read_text()
+        assert text.startswith(f"# tool\n\nintro\n\n{C.README_START}\n| model |")
+        assert text.endswith(f"{C.README_END}\n\nafter\n") and "old table" not in text
+        assert C.table_of((out / "comparison.md").read_text()) in text
+    readme.write_text("# no markers\n")
+    elsewhere = spec.parent / "elsewhere"
+    elsewhere.mkdir()
+    assert main(["compare", str(spec), "--out", str(elsewhere), "--readme", str(readme)]) == 2
+    assert f"{readme}: needs one '{C.README_START}' line" in capsys.readouterr().err
+    assert readme.read_text() == "# no markers\n" and not any(elsewhere.iterdir())
+
+
 # -- the committed comparison --------------------------------------------------------------------------------------
 GLOVE = REPO / "docs" / "results" / "semeval_glove"
 
