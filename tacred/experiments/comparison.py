@@ -2,7 +2,8 @@
 ``tacred ablate`` stores them, beside published figures, each recipe with its target and how far it is from it.
 
 A spec (YAML, e.g. ``docs/results/semeval_glove/comparison.yaml``) names the stored results folder, the models
-(a variant folder each, or ``candidates``: the one with the highest mean dev F1 over its seeds, chosen on dev only)
+(a variant folder each, or ``candidates``, variant → description: the one with the highest mean dev F1 over its
+seeds, chosen on dev only)
 and the published figures with their sources. :func:`compare` writes ``summary.json`` and ``comparison.md`` from
 the stored runs alone, so the table is regenerated, never typed.
 """
@@ -37,7 +38,7 @@ class Model:
     name: str
     inputs: str
     variant: str | None = None
-    candidates: tuple[str, ...] = ()
+    candidates: dict[str, str] = field(default_factory=dict)  # variant -> how the table describes it
     target: dict[str, float] = field(default_factory=dict)
 
 
@@ -104,17 +105,17 @@ def load_spec(path: str | Path) -> Spec:
             raise ComparisonError(f"{where}: unknown keys {sorted(extra)}")
         if ("variant" in entry) == ("candidates" in entry):
             raise ComparisonError(f"{where}: give exactly one of 'variant' and 'candidates'")
-        candidates = entry.get("candidates", [])
-        if "candidates" in entry and (not isinstance(candidates, list) or len(candidates) < 2
-                                      or not all(isinstance(c, str) for c in candidates)):
-            raise ComparisonError(f"{where}: 'candidates' must list at least two variant names")
+        candidates = entry.get("candidates", {})
+        if "candidates" in entry and (not isinstance(candidates, dict) or len(candidates) < 2
+                                      or not all(isinstance(c, str) and isinstance(d, str) for c, d in candidates.items())):
+            raise ComparisonError(f"{where}: 'candidates' must map at least two variant names to their descriptions")
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise ComparisonError(f"{where}: 'target' may hold {', '.join(TARGET_KEYS)}, got {target!r}")
         models.append(Model(key=_text(entry, "key", where), name=_text(entry, "name", where),
                             inputs=_text(entry, "inputs", where),
                             variant=_text(entry, "variant", where) if "variant" in entry else None,
-                            candidates=tuple(candidates),
+                            candidates=dict(candidates),
                             target={k: _number(v, f"{where}: target.{k}") for k, v in target.items()}))
     if not models:
         raise ComparisonError(f"{path}: 'models' lists no model")
@@ -231,7 +232,7 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
         row = summary[model.key]
         name = model.name
         if model.candidates and row.get("variant"):
-            name = f"{name}: `{row['variant']}`"
+            name = f"{name}: {model.candidates[row['variant']]}"
         if row["seeds"]:
             macro = _pm(row["macro_f1_mean"], row["macro_f1_std"])
             micro = _pm(row["test_f1_mean"], row["test_f1_std"])

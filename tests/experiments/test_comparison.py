@@ -38,7 +38,7 @@ results: runs
 seeds: 2
 models:
   - {key: paper, name: the paper's network, inputs: glove, variant: paper, target: {macro_f1: 60.0, max_std: 1.0}}
-  - {key: best, name: best, inputs: glove, candidates: [paper, lstm], target: {macro_f1: 90.0}}
+  - {key: best, name: best, inputs: glove, candidates: {paper: the paper's network, lstm: an LSTM}, target: {macro_f1: 90.0}}
   - {key: big, name: a transformer, inputs: MiniLM, variant: big}
 published:
   - {name: C-GCN, inputs: GloVe 840B.300d, macro_f1: 84.8, source: "Zhang et al. (2018)"}
@@ -68,6 +68,7 @@ def test_rows_are_means_over_seeds_with_both_ensembles_and_best_is_chosen_on_dev
     # the two seeds disagree on one sentence; the ensembles are scored like single runs
     assert paper["ensemble_vote_f1"] is not None and paper["ensemble_avg_macro_f1"] is not None
     assert summary["best"]["variant"] == "paper"  # lstm scores higher on test, lower on dev
+    assert "| best: the paper's network | glove | 61.00 ± 4.24 |" in C.render_markdown(C.load_spec(spec), summary)
     assert summary["best"]["candidates_dev_f1_mean"] == {"paper": 80.0, "lstm": 71.0}
     assert summary["published"] == [{"name": "C-GCN", "inputs": "GloVe 840B.300d", "macro_f1": 84.8,
                                      "source": "Zhang et al. (2018)"}]
@@ -112,7 +113,7 @@ def test_the_command_writes_summary_and_table_and_rewrites_them_identically(spec
 
 
 @pytest.mark.parametrize("change, message", [
-    ("variant: big}", "variant: big, candidates: [a, b]}"),
+    ("variant: big}", "variant: big, candidates: {a: A, b: B}}"),
     ("seeds: 2", "seeds: 0"),
     ("macro_f1: 84.8", "macro_f1: high"),
     ("target: {macro_f1: 90.0}", "target: {f1: 90.0}"),
