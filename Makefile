@@ -118,6 +118,9 @@ results-semeval-glove: semeval-data
 	nice $(TACRED) ablate --config configs/semeval.yaml configs/semeval/transformer.yaml \
 	  --variants configs/semeval/transformer_lr/*.yaml --reference lr_1e_4 --seeds 1 --checkpoint last \
 	  --out $(GLOVE_OUT)/transformer_lr --runs_dir runs/results/transformer_lr $(until)
+	nice $(TACRED) ablate --config configs/semeval.yaml configs/semeval/transformer.yaml \
+	  --variants configs/semeval/transformer_epochs/epochs_10.yaml --seeds 1 --checkpoint last \
+	  --out $(GLOVE_OUT)/transformer_epochs --runs_dir runs/results/transformer_epochs $(until)
 	$(call tune_glove,pa_lstm) & $(call tune_glove,paper) & wait
 	@test -f configs/semeval/glove/paper.yaml -a -f configs/semeval/glove/pa_lstm.yaml || { echo "make \
 	  results-semeval-glove: configs/semeval/glove/{paper,pa_lstm}.yaml come from the finished studies \
