@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tacred.errors import TacredError
-from tacred.experiments.ablation import RESULT_FILE
+from tacred.experiments.ablation import load_results
 from tacred.experiments.ensemble import mean_std
-from tacred.experiments.results import ensemble_scores, load_stored
-from tacred.io import read_json, write_json, write_text_atomic
+from tacred.experiments.results import variant_summary
+from tacred.io import write_json, write_text_atomic
 
 SUMMARY_FILE = "summary.json"
 TABLE_FILE = "comparison.md"
@@ -133,35 +133,19 @@ def load_spec(path: str | Path) -> Spec:
 
 
 def measure_variant(results: Path, variant: str, seeds: int) -> dict[str, Any]:
-    """Per-seed scores of one stored variant (percent), their mean ± std, both ensembles and whether all
-    ``seeds`` runs are in."""
-    paths = sorted((results / variant).glob(f"seed_*/{RESULT_FILE}"), key=lambda p: int(p.parent.name[5:]))
-    runs = []
-    for p in paths:
-        data = read_json(p)
-        if data.get("semeval_macro_f1") is None:
-            raise ComparisonError(f"{p}: no semeval_macro_f1 (not tested on SemEval's label set)")
-        runs.append(data)
+    """A stored variant's ``summary.json`` entry (:func:`~tacred.experiments.results.variant_summary`) with the
+    SemEval macro-F1 list as ``macro_f1``, the mean ± std of it and the mean dev F1, and whether all ``seeds`` runs
+    are in."""
+    runs = load_results(results, [variant])
     if not runs:
         return {"variant": variant, "seeds": [], "complete": False}
-    f1 = [round(100 * r["f1"], 2) for r in runs]
-    macro = [round(100 * r["semeval_macro_f1"], 2) for r in runs]
-    dev = [round(100 * r["dev_f1"], 2) for r in runs]
-    ensembles = ensemble_scores(load_stored(results, variant)) or {}
-    summary: dict[str, Any] = {
-        "variant": variant, "seeds": [r["seed"] for r in runs], "complete": len(runs) >= seeds,
-        "test_f1": f1, "macro_f1": macro, "dev_f1": dev,
-        "test_f1_mean": round(mean_std(f1)[0], 2), "test_f1_std": round(mean_std(f1)[1], 2),
-        "macro_f1_mean": round(mean_std(macro)[0], 2), "macro_f1_std": round(mean_std(macro)[1], 2),
-        "dev_f1_mean": round(mean_std(dev)[0], 2),
-    }
-    for name, key in (("vote", "ensemble_vote"), ("average", "ensemble_avg")):
-        summary[f"{key}_f1"] = round(ensembles[name], 2) if name in ensembles else None
-        summary[f"{key}_macro_f1"] = round(ensembles[f"{name}_macro"], 2) if f"{name}_macro" in ensembles else None
-    summary["epochs"] = sorted({r["epochs"] for r in runs})
-    summary["recipe"] = runs[0].get("recipe")
-    summary["commits"] = sorted({r.get("commit") or "unknown" for r in runs})
-    return summary
+    summary = variant_summary(results, variant, runs)
+    macro = summary.pop("semeval_macro_f1")
+    if macro is None:
+        raise ComparisonError(f"{results / variant}: a run has no semeval_macro_f1 (not tested on SemEval's label set)")
+    return {"variant": variant, "complete": len(runs) >= seeds, **summary, "macro_f1": macro,
+            "macro_f1_mean": round(mean_std(macro)[0], 2), "macro_f1_std": round(mean_std(macro)[1], 2),
+            "dev_f1_mean": round(mean_std(summary["dev_f1"])[0], 2)}
 
 
 def verdicts(target: dict[str, float], row: dict[str, Any]) -> dict[str, Any]:

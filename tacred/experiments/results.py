@@ -157,37 +157,43 @@ def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
     return {**scores, "members": len(runs)}
 
 
-def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
-    """``summary.json``: per variant the test F1 of every seed (%), mean ± std, both ensembles, SemEval macro-F1,
-    the epochs trained, where its mean dev F1 plateaus (``dev_plateau``) and the configs it was trained with. ``best``
-    is the variant of that name or, without one, a copy of the variant with the highest mean dev F1 over its seeds
-    (chosen on dev, never on test) naming it in ``variant``."""
+def variant_summary(out: str | Path, name: str, runs: Sequence[RunResult]) -> dict[str, Any]:
+    """One variant's entry of ``summary.json``: the test F1 of every seed (%), mean ± std, precision and recall,
+    SemEval macro-F1, dev F1, both ensembles, the epochs trained, where its mean dev F1 plateaus (``dev_plateau``),
+    the checkpoint tested, the configs it was trained with and the code commits."""
     out = Path(out)
-    summary: dict[str, Any] = {}
-    curves = dev_curves(out, list(dict.fromkeys(r.variant for r in results)))
-    for name in ordered(r.variant for r in results):
-        runs = sorted((r for r in results if r.variant == name), key=lambda r: r.seed)
-        extra = [read_json(out / name / f"seed_{r.seed}" / RESULT_FILE) for r in runs]
-        f1 = [round(100 * r.f1, 2) for r in runs]
-        ensembles = ensemble_scores(load_stored(out, name)) or {}
-        macro = [e.get("semeval_macro_f1") for e in extra]
-        summary[name] = {
-            "seeds": [r.seed for r in runs], "test_f1": f1,
-            "test_f1_mean": round(mean_std(f1)[0], 2), "test_f1_std": round(mean_std(f1)[1], 2),
-            "test_precision": [round(100 * r.precision, 2) for r in runs],
-            "test_recall": [round(100 * r.recall, 2) for r in runs],
-            "semeval_macro_f1": [round(100 * m, 2) for m in macro] if all(m is not None for m in macro) else None,
-            "dev_f1": [round(100 * r.dev_f1, 2) for r in runs],
-            "ensemble_vote_f1": round(ensembles["vote"], 2) if ensembles else None,
-            "ensemble_avg_f1": round(ensembles["average"], 2) if ensembles else None,
-            **({"ensemble_vote_macro_f1": round(ensembles["vote_macro"], 2),
-                "ensemble_avg_macro_f1": round(ensembles["average_macro"], 2)} if "vote_macro" in ensembles else {}),
-            "epochs": sorted({r.epochs for r in runs}),
-            "dev_plateau": plateau(curves[name]) if name in curves else None,
-            "checkpoint": sorted({r.checkpoint for r in runs}),
-            "recipe": extra[0].get("recipe"),
-            "commits": sorted({e.get("commit") or "unknown" for e in extra}),
-        }
+    runs = sorted(runs, key=lambda r: r.seed)
+    extra = [read_json(out / name / f"seed_{r.seed}" / RESULT_FILE) for r in runs]
+    f1 = [round(100 * r.f1, 2) for r in runs]
+    ensembles = ensemble_scores(load_stored(out, name)) or {}
+    macro = [e.get("semeval_macro_f1") for e in extra]
+    curves = dev_curves(out, [name])
+    return {
+        "seeds": [r.seed for r in runs], "test_f1": f1,
+        "test_f1_mean": round(mean_std(f1)[0], 2), "test_f1_std": round(mean_std(f1)[1], 2),
+        "test_precision": [round(100 * r.precision, 2) for r in runs],
+        "test_recall": [round(100 * r.recall, 2) for r in runs],
+        "semeval_macro_f1": [round(100 * m, 2) for m in macro] if all(m is not None for m in macro) else None,
+        "dev_f1": [round(100 * r.dev_f1, 2) for r in runs],
+        "ensemble_vote_f1": round(ensembles["vote"], 2) if ensembles else None,
+        "ensemble_avg_f1": round(ensembles["average"], 2) if ensembles else None,
+        **({"ensemble_vote_macro_f1": round(ensembles["vote_macro"], 2),
+            "ensemble_avg_macro_f1": round(ensembles["average_macro"], 2)} if "vote_macro" in ensembles else {}),
+        "epochs": sorted({r.epochs for r in runs}),
+        "dev_plateau": plateau(curves[name]) if name in curves else None,
+        "checkpoint": sorted({r.checkpoint for r in runs}),
+        "recipe": extra[0].get("recipe"),
+        "commits": sorted({e.get("commit") or "unknown" for e in extra}),
+    }
+
+
+def write_summary(out: str | Path, results: Sequence[RunResult]) -> Path:
+    """``summary.json``: :func:`variant_summary` per variant. ``best`` is the variant of that name or, without one,
+    a copy of the variant with the highest mean dev F1 over its seeds (chosen on dev, never on test) naming it in
+    ``variant``."""
+    out = Path(out)
+    summary: dict[str, Any] = {name: variant_summary(out, name, [r for r in results if r.variant == name])
+                               for name in ordered(r.variant for r in results)}
     if len(summary) > 1:
         # a variant named `best` (a candidate recipe) is chosen like any other; if another wins on dev, the
         # candidate's own entry stays in the summary as `best_candidate`
