@@ -565,3 +565,19 @@ def test_real_sweep_two_variants_resume_and_table_only(tmp_path: Path, tiny_data
         (out / name).unlink()
     run_ablate("--out", str(out), "--table_only")
     assert all((out / name).is_file() for name in A.TABLE_FILES)
+
+
+# -- the committed ablation tables ---------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_committed_glove_ablation_tables_are_what_its_committed_runs_give(tmp_path: Path) -> None:
+    """The real-vector ablation's table (p column included) and summary.json re-render from the stored runs alone."""
+    import shutil
+
+    committed = REPO / "docs" / "results" / "semeval_glove" / "ablation"
+    out = tmp_path / "ablation"
+    written = {*A.TABLE_FILES, "summary.json", R.CURVES_FILE}
+    shutil.copytree(committed, out, ignore=lambda _, names: [n for n in names if n in written])
+    run_in_process("ablate", "--out", str(out), "--table_only")
+    for name in ("table.md", "table.csv", "summary.json"):
+        assert (out / name).read_text() == (committed / name).read_text(), (
+            f"{committed / name} is stale: run `tacred ablate --out {committed.relative_to(REPO)} --table_only`")
