@@ -103,7 +103,7 @@ FIVE_SEEDS = $(TACRED) ablate --config configs/semeval.yaml --variants configs/s
 	  --seeds 1 2 3 4 5 --checkpoint last --reference paper --out docs/results/semeval --runs_dir runs/results/semeval \
 	  $(until) --extra --num_threads 1
 ABLATION = $(TACRED) ablate --config configs/semeval.yaml configs/semeval/paper.yaml --variants_dir configs/ablations \
-	  --seeds 1 2 3 --checkpoint last --out docs/results/semeval/ablation --runs_dir runs/results/ablation $(until) \
+	  --seeds 1 2 3 --checkpoint last --published --out docs/results/semeval/ablation --runs_dir runs/results/ablation $(until) \
 	  --extra --num_threads 1
 # the same command in two processes; fails if either fails
 twice = nice $(1) & first=$$!; nice $(1); second=$$?; wait $$first && exit $$second
@@ -134,7 +134,7 @@ FIVE_SEEDS_GLOVE = $(TACRED) ablate --config configs/semeval.yaml --variants con
 	  --seeds 1 2 3 4 5 --checkpoint last --reference paper --out $(GLOVE_OUT)/five_seeds --runs_dir runs/results/semeval_glove \
 	  $(until)
 ABLATION_GLOVE = $(TACRED) ablate --config configs/semeval.yaml configs/semeval/glove/paper.yaml \
-	  --variants_dir configs/ablations --seeds 1 2 3 --checkpoint last --out $(GLOVE_OUT)/ablation \
+	  --variants_dir configs/ablations --seeds 1 2 3 --checkpoint last --published --out $(GLOVE_OUT)/ablation \
 	  --runs_dir runs/results/glove_ablation $(until) --extra --num_threads 1
 
 # $(call tune_glove,SPACE)
