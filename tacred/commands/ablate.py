@@ -155,7 +155,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
         variant=variant.name, seed=seed, precision=float(record["precision"]), recall=float(record["recall"]),
         f1=float(record["f1"]), dev_f1=max(dev.values()) if args.checkpoint == "best" else dev[max(dev)],
         parameters=count_parameters(checkpoint), epochs=len(dev), seconds=round(fit_info["seconds"] + test_seconds, 1),
-        checkpoint=args.checkpoint, resumed=bool(fit_info["resumed"]),
+        checkpoint=args.checkpoint, resumed=bool(fit_info["resumed"]), semeval_macro_f1=record["semeval_macro_f1"],
     )
     config_path = run / "config.yaml"
     config = yaml.safe_load(config_path.read_text(encoding="utf-8")) if config_path.is_file() else None
@@ -164,7 +164,6 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     save_probabilities(results, evaluation)
     write_result(results, result, commands=commands, recipe=[*map(str, args.config), str(variant.path)],
                  commit=fit_info.get("commit") or git_commit(), environment=fit_info.get("environment"),
-                 semeval_macro_f1=record["semeval_macro_f1"],
                  dev_curve=[dev[e] for e in sorted(dev)], config=config, test=record["test"])
     return result
 

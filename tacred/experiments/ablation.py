@@ -221,6 +221,7 @@ class RunResult:
     seconds: float
     checkpoint: str = "best"
     resumed: bool = False
+    semeval_macro_f1: float | None = None  # the official SemEval-2010 Task 8 score (fraction), for SemEval runs
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "result") -> RunResult:
@@ -230,7 +231,8 @@ class RunResult:
         if missing:
             raise AblationError(f"{source}: missing {', '.join(missing)}")
         numbers = ("seed", "precision", "recall", "f1", "dev_f1", "parameters", "epochs", "seconds")
-        wrong = [n for n in numbers if isinstance(data[n], bool) or not isinstance(data[n], int | float)]
+        optional = [n for n in ("semeval_macro_f1",) if data.get(n) is not None]  # None: not a SemEval run
+        wrong = [n for n in (*numbers, *optional) if isinstance(data[n], bool) or not isinstance(data[n], int | float)]
         if wrong:
             raise AblationError(f"{source}: {', '.join(wrong)} must be numbers")
         return cls(**{n: data[n] for n in known if n in data})
@@ -269,6 +271,7 @@ class Row:
     delta_f1: float | None  # mean F1 minus the reference's over the seeds both have, in points; None: none shared
     parameters: int
     p_value: float | None = None  # paired approximate randomization against the reference (tacred.evaluation.significance)
+    macro_f1: tuple[float, float] | None = None  # official SemEval macro-F1; None unless every run of the row has it
     settled: bool | None = None  # dev F1 settled by the last epoch (tacred.experiments.results.settled); None: unknown
 
     @property
@@ -300,8 +303,9 @@ def summarize(results: Sequence[RunResult], reference: str = "final", tests: dic
         def pct(attr: str, runs: list[RunResult] = runs) -> tuple[float, float]:
             return mean_std([100 * getattr(r, attr) for r in runs])
 
+        macro = pct("semeval_macro_f1") if all(r.semeval_macro_f1 is not None for r in runs) else None
         rows.append(Row(name, tuple(r.seed for r in runs), pct("precision"), pct("recall"), pct("f1"),
-                        pct("dev_f1"), None, max(r.parameters for r in runs)))
+                        pct("dev_f1"), None, max(r.parameters for r in runs), macro_f1=macro))
     if reference not in by_variant:
         return rows
     ref_f1 = {r.seed: 100 * r.f1 for r in by_variant[reference]}
@@ -335,13 +339,14 @@ def _delta(row: Row, reference: str, minus: str = "−") -> str:
 
 def render_markdown(rows: Sequence[Row], reference: str = "final", published: bool = False) -> str:
     """The paper's Table 3 layout: variant rows; P, R, F1 (mean ± std over seeds), Δ F1, parameters, seeds."""
-    tested = any(r.p_value is not None for r in rows)
-    head = (["Variant", "P", "R", "F1", f"Δ F1 vs {reference}"] + (["p"] if tested else []) + ["Parameters", "Seeds"]
-            + (["Paper F1"] if published else []))
+    tested, macro = any(r.p_value is not None for r in rows), any(r.macro_f1 is not None for r in rows)
+    head = (["Variant", "P", "R", "F1"] + (["SemEval macro-F1"] if macro else []) + [f"Δ F1 vs {reference}"]
+            + (["p"] if tested else []) + ["Parameters", "Seeds"] + (["Paper F1"] if published else []))
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         n = len(r.seeds)
-        cells = ([r.label, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n), _delta(r, reference)]
+        cells = ([r.label, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n)]
+                 + ([_pm(r.macro_f1, n) if r.macro_f1 else "—"] if macro else []) + [_delta(r, reference)]
                  + ([_p(r, reference)] if tested else []) + [f"{r.parameters:,}", str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "—")
@@ -353,15 +358,16 @@ def render_markdown(rows: Sequence[Row], reference: str = "final", published: bo
 
 def render_latex(rows: Sequence[Row], reference: str = "final", published: bool = False) -> str:
     """A plain ``tabular`` (no extra packages) with the columns of :func:`render_markdown`."""
-    tested = any(r.p_value is not None for r in rows)
-    head = (["Variant", "P", "R", "F1", r"$\Delta$ F1"] + (["$p$"] if tested else []) + ["Parameters", "Seeds"]
-            + (["Paper F1"] if published else []))
+    tested, macro = any(r.p_value is not None for r in rows), any(r.macro_f1 is not None for r in rows)
+    head = (["Variant", "P", "R", "F1"] + (["Macro-F1"] if macro else []) + [r"$\Delta$ F1"]
+            + (["$p$"] if tested else []) + ["Parameters", "Seeds"] + (["Paper F1"] if published else []))
     lines = [r"\begin{tabular}{l" + "r" * (len(head) - 1) + "}", r"\hline", " & ".join(head) + r" \\", r"\hline"]
     for r in rows:
         n = len(r.seeds)
         name = r.variant.replace("_", r"\_") + (r"$^\dagger$" if r.settled is False else "")
-        cells = ([name, *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1)),
-                  _delta(r, reference, minus="$-$")] + ([_p(r, reference, tex=True)] if tested else [])
+        cells = ([name, *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1))]
+                 + ([_pm(r.macro_f1, n, r" $\pm$ ") if r.macro_f1 else "--"] if macro else [])
+                 + [_delta(r, reference, minus="$-$")] + ([_p(r, reference, tex=True)] if tested else [])
                  + [f"{r.parameters:,}".replace(",", "{,}"), str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "--")
@@ -377,14 +383,16 @@ def render_csv(rows: Sequence[Row]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["variant", "runs", "seeds", "precision", "precision_std", "recall", "recall_std", "f1", "f1_std",
-                     "delta_f1", "p_value", "dev_f1", "dev_f1_std", "parameters", "settled"])
+                     "delta_f1", "p_value", "dev_f1", "dev_f1_std", "parameters", "settled", "semeval_macro_f1",
+                     "semeval_macro_f1_std"])
     for r in rows:
         delta = "" if r.delta_f1 is None else f"{r.delta_f1:.4f}"
         writer.writerow([r.variant, len(r.seeds), " ".join(map(str, r.seeds)), *(f"{x:.4f}" for x in r.precision),
                          *(f"{x:.4f}" for x in r.recall), *(f"{x:.4f}" for x in r.f1), delta,
                          "" if r.p_value is None else f"{r.p_value:.5f}",
                          *(f"{x:.4f}" for x in r.dev_f1), r.parameters,
-                         "" if r.settled is None else str(r.settled).lower()])
+                         "" if r.settled is None else str(r.settled).lower(),
+                         *((f"{x:.4f}" for x in r.macro_f1) if r.macro_f1 else ("", ""))])
     return buf.getvalue()
 
 

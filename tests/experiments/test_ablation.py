@@ -12,7 +12,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -168,6 +168,28 @@ def test_markdown_latex_and_csv_tables() -> None:
     assert table[1]["variant"] == "two_residuals" and float(table[1]["delta_f1"]) == pytest.approx(-0.57)
     assert float(table[0]["f1_std"]) == pytest.approx(statistics.stdev([66.0, 67.0]), abs=1e-4)
     assert table[0]["seeds"] == "1 2" and table[1]["parameters"] == "1234567"
+
+
+def test_semeval_runs_get_the_official_macro_f1_beside_micro_f1() -> None:
+    semeval = [replace(result("final", s, f1), semeval_macro_f1=m) for s, f1, m in ((1, 0.66, 0.64), (2, 0.67, 0.66))]
+    rows = A.summarize([*semeval, replace(result("relu", 1, 0.62), semeval_macro_f1=0.6)])
+    md = A.render_markdown(rows).splitlines()
+    assert md[0] == "| Variant | P | R | F1 | SemEval macro-F1 | Δ F1 vs final | Parameters | Seeds |"
+    assert md[2].startswith("| final | 68.5 ± 0.7 | 64.5 ± 0.7 | 66.5 ± 0.7 | 65.0 ± 1.4 | — |")
+    assert md[3].startswith("| relu | 64.0 | 60.0 | 62.0 | 60.0 | −4.0 |")
+    assert r"66.5 $\pm$ 0.7 & 65.0 $\pm$ 1.4 & --" in A.render_latex(rows)
+    table = list(csv.DictReader(io.StringIO(A.render_csv(rows))))
+    assert float(table[0]["semeval_macro_f1"]) == pytest.approx(65.0) and table[1]["semeval_macro_f1_std"] == "0.0000"
+    mixed = A.summarize([*semeval, result("final", 3, 0.65)])  # a run without the SemEval score
+    assert mixed[0].macro_f1 is None and "macro" not in A.render_markdown(mixed), "no column when no row has it all"
+    assert A.render_csv(mixed).splitlines()[1].endswith(",,"), "csv keeps the columns, empty"
+
+
+def test_a_stored_runs_macro_f1_must_be_a_number_or_absent(tmp_path: Path) -> None:
+    record = {**asdict(result("final", 1, 0.66)), "semeval_macro_f1": None}
+    assert A.RunResult.from_dict(record).semeval_macro_f1 is None
+    with pytest.raises(A.AblationError, match=r"run\.json: semeval_macro_f1 must be numbers"):
+        A.RunResult.from_dict({**record, "semeval_macro_f1": "high"}, source="run.json")
 
 
 def test_write_tables_makes_all_four_files(tmp_path: Path) -> None:
