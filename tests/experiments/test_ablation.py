@@ -603,3 +603,9 @@ def test_the_committed_glove_ablation_tables_are_what_its_committed_runs_give(tm
     for name in ("table.md", "table.csv", "summary.json"):
         assert (out / name).read_text() == (committed / name).read_text(), (
             f"{committed / name} is stale: run `tacred ablate --out {committed.relative_to(REPO)} --table_only --published`")
+
+
+@pytest.mark.parametrize("study", ["semeval_glove", "semeval"])
+def test_the_ablations_page_shows_the_committed_tables(study: str) -> None:
+    table = (REPO / "docs" / "results" / study / "ablation" / "table.md").read_text().split("\n\n")[0]
+    assert table in (REPO / "docs" / "ablations.md").read_text(), f"docs/ablations.md shows a stale {study} table"
