@@ -338,7 +338,8 @@ def _delta(row: Row, reference: str, minus: str = "−") -> str:
 
 
 def render_markdown(rows: Sequence[Row], reference: str = "final", published: bool = False) -> str:
-    """The paper's Table 3 layout: variant rows; P, R, F1 (mean ± std over seeds), Δ F1, parameters, seeds."""
+    """The paper's Table 3 layout: variant rows; P, R, F1 (mean ± std over seeds), the SemEval macro-F1 where a row's
+    runs have it, Δ F1, p where tested, parameters, seeds, and with ``published`` the paper's TACRED F1."""
     tested, macro = any(r.p_value is not None for r in rows), any(r.macro_f1 is not None for r in rows)
     head = (["Variant", "P", "R", "F1"] + (["SemEval macro-F1"] if macro else []) + [f"Δ F1 vs {reference}"]
             + (["p"] if tested else []) + ["Parameters", "Seeds"] + (["Paper F1"] if published else []))
