@@ -166,7 +166,7 @@ def variant_summary(out: str | Path, name: str, runs: Sequence[RunResult]) -> di
     extra = [read_json(out / name / f"seed_{r.seed}" / RESULT_FILE) for r in runs]
     f1 = [round(100 * r.f1, 2) for r in runs]
     ensembles = ensemble_scores(load_stored(out, name)) or {}
-    macro = [e.get("semeval_macro_f1") for e in extra]
+    macro = [r.semeval_macro_f1 for r in runs]
     curves = dev_curves(out, [name])
     return {
         "seeds": [r.seed for r in runs], "test_f1": f1,

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -593,8 +594,6 @@ def test_real_sweep_two_variants_resume_and_table_only(tmp_path: Path, tiny_data
 @pytest.mark.slow
 def test_the_committed_glove_ablation_tables_are_what_its_committed_runs_give(tmp_path: Path) -> None:
     """The real-vector ablation's table (p column included) and summary.json re-render from the stored runs alone."""
-    import shutil
-
     committed = REPO / "docs" / "results" / "semeval_glove" / "ablation"
     out = tmp_path / "ablation"
     written = {*A.TABLE_FILES, "summary.json", R.CURVES_FILE}
