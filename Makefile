@@ -18,7 +18,7 @@ export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
 .PHONY: install test test-fast test-scale demo docs lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
-	results-semeval results-semeval-glove
+	results-semeval results-semeval-glove kbp37-data results-kbp37
 
 install: $(VENV)/.installed
 
@@ -140,6 +140,26 @@ ABLATION_GLOVE = $(TACRED) ablate --config configs/semeval.yaml configs/semeval/
 # $(call tune_glove,SPACE)
 tune_glove = nice $(TACRED) tune --space configs/tune/semeval_glove_$(1).yaml --n_trials $(TRIALS) --recheck 3 \
 	  --study_dir $(GLOVE_OUT)/tune_$(1) --trials_dir runs/tune/glove_$(1) $(until)
+
+# Issue 40: KBP37, TACRED's KBP slot relations on public text (docs/results/kbp37/README.md). Step 1 re-checks the
+# SemEval recipes of the paper's network and of PA-LSTM on KBP37's dev (seeds 1 and 2, with entity masking and with
+# lemmas as the alternatives); every step skips finished runs, so the same target continues where it stopped.
+KBP37_SRC ?= ../shared/data/kbp37
+KBP37_OUT = docs/results/kbp37
+kbp37-data: install
+	test -f data/kbp37/train.json || $(TACRED) convert kbp37 $(KBP37_SRC) data/kbp37
+
+ifeq ($(shell uname -m),x86_64)
+results-kbp37: export ATEN_CPU_CAPABILITY ?= avx2
+endif
+results-kbp37: kbp37-data
+	$(call twice,$(call kbp37_recheck,paper))
+	$(call twice,$(call kbp37_recheck,pa_lstm))
+
+# $(call kbp37_recheck,RECIPE): configs/semeval/glove/RECIPE.yaml and two alternatives on KBP37's dev
+kbp37_recheck = $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/$(1).yaml \
+	  --variants configs/kbp37/recheck/*.yaml --reference semeval_recipe --seeds 1 2 --checkpoint last \
+	  --out $(KBP37_OUT)/recheck_$(1) --runs_dir runs/results/kbp37_recheck_$(1) $(until) --extra --num_threads 1
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -1,4 +1,4 @@
-"""``tacred convert``: SemEval-2010 Task 8 release files → TACRED JSON (spaCy), or the synthetic demo corpus."""
+"""``tacred convert``: SemEval-2010 Task 8 or KBP37 release files → TACRED JSON (spaCy), or the synthetic demo corpus."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 from tacred.commands.parsing import OneLineParser
 from tacred.errors import report
 
-HELP = "Convert public data (SemEval-2010 Task 8) or generate the demo corpus in TACRED format."
+HELP = "Convert public data (SemEval-2010 Task 8, KBP37) or generate the demo corpus in TACRED format."
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="tacred convert", description=HELP)
-    sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,synthetic}")
+    sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,kbp37,synthetic}")
     sem = sub.add_parser(
         "semeval2010", help="SemEval-2010 Task 8 (TRAIN_FILE.TXT, TEST_FILE_FULL.TXT) tokenised by spaCy",
         description="Writes OUT/train.json, dev.json (a seeded sample of the training file), test.json, "
@@ -26,6 +26,16 @@ def build_parser() -> argparse.ArgumentParser:
     sem.add_argument("--spacy_model", default=None, metavar="NAME",
                      help="spaCy pipeline (default: the first installed en_core_web_* model)")
     sem.add_argument("--batch_size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
+    kbp = sub.add_parser(
+        "kbp37", help="KBP37 (train.txt, dev.txt, test.txt): TACRED's KBP slot relations, tagged by spaCy",
+        description="Writes OUT/train.json, dev.json, test.json (the release's own splits and tokens), labels.json "
+                    "(37 labels), conversion.json (with every sentence that cannot be converted) and README.",
+    )
+    kbp.add_argument("src", metavar="SRC", help="folder holding train.txt, dev.txt and test.txt")
+    kbp.add_argument("out", metavar="OUT", help="output folder")
+    kbp.add_argument("--spacy_model", default=None, metavar="NAME",
+                     help="spaCy pipeline (default: the first installed en_core_web_* model)")
+    kbp.add_argument("--batch_size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
     syn = sub.add_parser("synthetic", help="the generated demo corpus (no external data)")
     syn.add_argument("out", metavar="OUT", help="output folder")
     syn.add_argument("--seed", type=int, default=13, help="generator seed (default: 13)")
@@ -49,12 +59,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {path}")
         return 0
 
-    from tacred.data.semeval import SemEvalError, check_release, write_release
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
-
     if args.batch_size < 1:
         print(f"tacred convert: error: --batch_size must be at least 1, got {args.batch_size}", file=sys.stderr)
         return 2
+    if args.source == "kbp37":
+        return _kbp37(args)
+    from tacred.data.semeval import SemEvalError, check_release, write_release
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+
     try:
         check_release(args.src, args.dev_size)
         nlp = load_spacy(args.spacy_model)
@@ -67,5 +79,25 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("train", "dev", "test"):
         counts = info["label_counts"][name]
         print(f"{name:5s} {sizes[name]:6d} examples, {counts.get('no_relation', 0)} no_relation")
+    print(f"labels {info['labels']} (labels.json)")
+    return 0
+
+
+def _kbp37(args: argparse.Namespace) -> int:
+    from tacred.data.kbp37 import KBP37Error, check_release, write_release
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+
+    try:
+        check_release(args.src)
+        info = write_release(args.src, args.out, nlp=load_spacy(args.spacy_model), batch_size=args.batch_size)
+    except (KBP37Error, SpacyModelError, OSError) as err:
+        return report("convert", err)
+    print(f"KBP37 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
+    for name in ("train", "dev", "test"):
+        counts, lost = info["label_counts"][name], info["unconverted"][name]
+        print(f"{name:5s} {info['sizes'][name]:6d} examples, {counts.get('no_relation', 0)} no_relation; "
+              f"{len(lost)} of {info['sentences'][name]} sentences not convertible (conversion.json)")
+        for row in lost:
+            print(f"  {row['file']}, line {row['line']}, id {row['id']}: {row['problem']}", file=sys.stderr)
     print(f"labels {info['labels']} (labels.json)")
     return 0

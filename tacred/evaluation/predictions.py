@@ -19,7 +19,9 @@ class Evaluation:
     """Label probabilities of every example of a split, in the split's order, with what it takes to read them.
 
     ``examples`` (the split's examples, for :meth:`hardest`) and ``source`` (where the split came from) are kept by
-    the evaluations that show examples; stored results hold only the ids.
+    the evaluations that show examples; stored results hold only the ids. ``unconverted``: gold labels of the
+    release's sentences that could not be converted into examples of the split (``conversion.json``), which
+    scores over the whole release count as no-relation predictions.
     """
 
     ids: list[str]
@@ -29,6 +31,7 @@ class Evaluation:
     probs: np.ndarray  # (N, L)
     examples: Sequence[Example] = field(default_factory=list)
     source: str = ""
+    unconverted: list[str] = field(default_factory=list)
 
     @property
     def no_relation_id(self) -> int:

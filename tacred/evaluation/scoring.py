@@ -206,10 +206,19 @@ def semeval_macro_f1(gold: Sequence[str], pred: Sequence[str], other: str = NO_R
 
 def format_semeval_report(result: SemEvalScore) -> str:
     """Per-type lines and the official macro-averaged line."""
-    lines = ["SemEval-2010 Task 8, (9+1)-way with directionality (official):", *_rows(result.types)]
+    lines = ["Per relation, direction counted (SemEval-2010 Task 8's official score, for any directed label set):",
+             *_rows(result.types)]
     lines.append(f"Macro-averaged (excluding Other): P = {result.macro_precision:.2%}  "
                  f"R = {result.macro_recall:.2%}  F1 = {result.macro_f1:.2%}")
     return "\n".join(lines)
+
+
+def over_release(gold: Sequence[str], pred: Sequence[str], unconverted: Sequence[str],
+                 no_relation: str = NO_RELATION) -> tuple[list[str], list[str]]:
+    """Gold and predicted labels over every sentence of a release: the sentences a converter could not turn into
+    examples (their gold labels, ``unconverted``) are added as ``no_relation`` predictions, so that a score stays
+    comparable with figures published over the whole release."""
+    return [*gold, *unconverted], [*pred, *([no_relation] * len(unconverted))]
 
 
 class LabelFileError(TacredError, ValueError):

@@ -61,18 +61,24 @@ def provenance() -> dict[str, Any]:
 
 
 def test_record(evaluation: Evaluation) -> dict[str, Any]:
-    """The test scores of an evaluation plus its predictions as label ids (what significance tests need)."""
-    from tacred.evaluation.scoring import score, semeval_macro_f1
+    """The test scores of an evaluation plus its predictions as label ids (what significance tests need). With
+    sentences of the release that could not be converted, the scores are over the whole release, those sentences
+    counted as no-relation predictions (their gold label ids are kept as ``unconverted``)."""
+    from tacred.evaluation.scoring import over_release, score, semeval_macro_f1
     from tacred.training.reports import is_semeval_label_set
 
-    gold = [evaluation.labels[i] for i in evaluation.gold]
-    pred = [evaluation.labels[i] for i in evaluation.pred]
+    gold, pred = over_release([evaluation.labels[i] for i in evaluation.gold],
+                              [evaluation.labels[i] for i in evaluation.pred], evaluation.unconverted,
+                              evaluation.no_relation)
     result = score(gold, pred, no_relation=evaluation.no_relation)
     semeval = (semeval_macro_f1(gold, pred, other=evaluation.no_relation).macro_f1
                if is_semeval_label_set(evaluation.labels, evaluation.no_relation) else None)
+    test = {"labels": evaluation.labels, "no_relation": evaluation.no_relation,
+            "gold": evaluation.gold.tolist(), "pred": evaluation.pred.tolist()}
+    if evaluation.unconverted:  # scores above are over the whole release: these count as no-relation predictions
+        test["unconverted"] = [evaluation.labels.index(label) for label in evaluation.unconverted]
     return {"precision": result.precision, "recall": result.recall, "f1": result.f1, "semeval_macro_f1": semeval,
-            "test": {"labels": evaluation.labels, "no_relation": evaluation.no_relation,
-                     "gold": evaluation.gold.tolist(), "pred": evaluation.pred.tolist()}}
+            "test": test}
 
 
 def save_probabilities(folder: Path, evaluation: Evaluation) -> Path:
@@ -94,6 +100,7 @@ class StoredRun:
     gold: np.ndarray
     pred: np.ndarray
     probs: np.ndarray | None
+    unconverted: np.ndarray | None = None  # gold label ids of the release's sentences that were not converted
 
 
 def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
@@ -107,7 +114,8 @@ def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
         probs_path = path.parent / PROBS_FILE
         probs = np.load(probs_path)["probs"].astype(np.float64) if probs_path.is_file() else None
         runs.append(StoredRun(variant, int(data["seed"]), list(test["labels"]), test["no_relation"],
-                              np.asarray(test["gold"], dtype=np.int64), np.asarray(test["pred"], dtype=np.int64), probs))
+                              np.asarray(test["gold"], dtype=np.int64), np.asarray(test["pred"], dtype=np.int64), probs,
+                              np.asarray(test.get("unconverted") or [], dtype=np.int64)))
     for r in runs[1:]:
         if r.labels != runs[0].labels or not np.array_equal(r.gold, runs[0].gold):
             raise AblationError(f"{out}/{variant}: seeds {runs[0].seed} and {r.seed} were tested on different data")
@@ -138,7 +146,7 @@ def significance(out: str | Path, variants: Sequence[str], reference: str, resam
 def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
     """Test F1 (%) of the majority vote and of the averaged probabilities of the given seeds (None: < 2 seeds with
     probabilities); on SemEval's label set also their official macro-F1 (``vote_macro``, ``average_macro``)."""
-    from tacred.evaluation.scoring import score, semeval_macro_f1
+    from tacred.evaluation.scoring import over_release, score, semeval_macro_f1
     from tacred.experiments.ensemble import average_vote, majority_vote
     from tacred.training.reports import is_semeval_label_set
 
@@ -149,6 +157,10 @@ def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
     labels, gold, other = runs[0].labels, [runs[0].labels[i] for i in runs[0].gold], runs[0].no_relation
     predictions = {"vote": [labels[i] for i in majority_vote(probs)],
                    "average": [labels[i] for i in average_vote(probs)]}
+    unconverted = [labels[i] for i in (runs[0].unconverted if runs[0].unconverted is not None else [])]
+    if unconverted:  # over the whole release, as each run's own scores
+        predictions = {name: over_release(gold, pred, unconverted, other)[1] for name, pred in predictions.items()}
+        gold = [*gold, *unconverted]
     scores: dict[str, float] = {name: 100 * score(gold, pred, no_relation=other).f1
                                 for name, pred in predictions.items()}
     if is_semeval_label_set(labels, other):

@@ -181,6 +181,7 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
     import numpy as np
 
     from tacred.checkpoints import read_checkpoint, resolve_checkpoint
+    from tacred.data.conversion import unconverted_gold
     from tacred.devices import torch_device
     from tacred.evaluation.predictions import Evaluation
     from tacred.inference.trained import TrainedNetwork
@@ -194,5 +195,7 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
     model = TrainedNetwork.from_checkpoint(path, map_location=resolved, checkpoint=contents)
     encoded, source = checkpoint_split(path, str(split), data_dir, file, contents)
     probs = model.split_probabilities(encoded, batch_size).double().numpy()  # (N, L)
+    split_file = datamodule_for(path, data_dir, file, contents).path("predict" if file is not None else str(split))
     return Evaluation(list(encoded.ids), list(model.vocab.labels.itos), model.vocab.no_relation,
-                      np.asarray(encoded.labels, dtype=np.int64), probs, encoded.examples, source)
+                      np.asarray(encoded.labels, dtype=np.int64), probs, encoded.examples, source,
+                      unconverted_gold(split_file, len(encoded.ids)))

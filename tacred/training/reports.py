@@ -7,7 +7,14 @@ from typing import Any
 
 import torch
 
-from tacred.evaluation.scoring import format_report, format_semeval_report, score, semeval_macro_f1
+from tacred.data.conversion import unconverted_gold
+from tacred.evaluation.scoring import (
+    format_report,
+    format_semeval_report,
+    over_release,
+    score,
+    semeval_macro_f1,
+)
 from tacred.evaluation.threshold import apply_threshold, format_comparison, micro_scores
 from tacred.io import prediction_record, write_json, write_jsonl, write_text_atomic
 
@@ -104,10 +111,15 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
         untuned = micro_scores(probs.argmax(dim=-1).numpy(), data.labels, nr)
         report += "\n\n" + format_comparison(threshold, untuned, micro_scores(best, data.labels, nr), "test")
         metrics.update(no_relation_threshold=threshold, untuned=vars(untuned))
-    if is_semeval_label_set(labels, module.vocab.no_relation):
+    directed = is_semeval_label_set(labels, module.vocab.no_relation)
+    if directed:
         official = semeval_macro_f1(gold, pred, other=module.vocab.no_relation)
         report += "\n\n" + format_semeval_report(official)
         metrics["semeval"] = official.to_dict()
+    unconverted = unconverted_gold(module.trainer.datamodule.path("test"), len(gold))
+    if unconverted:
+        text, metrics["release"] = release_scores(gold, pred, unconverted, module.vocab.no_relation, directed)
+        report += "\n\n" + text
     write_text_atomic(score_path, report + "\n")
     write_json(metrics_path, metrics, newline=False)
     from tacred.training.tracking import log_test_results
@@ -115,6 +127,25 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
     log_test_results(module.loggers, result, gold, pred, labels)  # W&B table and confusion matrix, if logging there
     print(report)
     print(f"predictions: {pred_path}\nreport: {score_path}\nmetrics: {metrics_path}")
+
+
+def release_scores(gold: list[str], pred: list[str], unconverted: list[str], no_relation: str,
+                   directed: bool) -> tuple[str, dict[str, Any]]:
+    """The report lines and metrics over every sentence of the release, the unconvertible ones counted as
+    ``no_relation`` predictions (:func:`tacred.evaluation.scoring.over_release`)."""
+    all_gold, all_pred = over_release(gold, pred, unconverted, no_relation)
+    whole = score(all_gold, all_pred, no_relation=no_relation)
+    metrics: dict[str, Any] = {"sentences": len(all_gold), "unconverted": len(unconverted),
+                               "precision": whole.precision, "recall": whole.recall, "f1": whole.f1}
+    lines = [f"Over all {len(all_gold)} sentences of the release ({len(unconverted)} could not be converted and count "
+             f"as {no_relation} predictions; conversion.json):",
+             f"Precision (micro): {whole.precision:.3%}", f"   Recall (micro): {whole.recall:.3%}",
+             f"       F1 (micro): {whole.f1:.3%}"]
+    if directed:
+        macro = semeval_macro_f1(all_gold, all_pred, other=no_relation)
+        metrics["semeval_macro_f1"] = macro.macro_f1
+        lines.append(f"Macro-F1, direction counted (excluding {no_relation}): {macro.macro_f1:.2%}")
+    return "\n".join(lines), metrics
 
 
 def write_predictions(module: Any, index: torch.Tensor, probs: torch.Tensor) -> None:
