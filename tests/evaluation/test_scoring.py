@@ -21,6 +21,7 @@ from tacred.evaluation.scoring import (
     LabelFileError,
     format_report,
     micro_prf,
+    over_release,
     read_aligned,
     read_labels,
     score,
@@ -295,3 +296,19 @@ def test_real_sample_scores_itself_perfectly(tmp_path: Path) -> None:
     gold, aligned = read_aligned(dev, pred)
     result = score(gold, aligned)
     assert gold == aligned and (result.precision, result.recall, result.f1) == (1.0, 1.0, 1.0)
+
+
+def test_directed_macro_f1_on_kbp_labels_counts_a_wrong_direction_as_an_error() -> None:
+    gold = ["per:employee_of(e1,e2)", "per:employee_of(e2,e1)", "org:top_members/employees(e1,e2)", NO_RELATION]
+    pred = ["per:employee_of(e1,e2)", "per:employee_of(e1,e2)", "org:top_members/employees(e1,e2)", NO_RELATION]
+    result = semeval_macro_f1(gold, pred)
+    assert [(r.relation, r.gold, r.guessed, r.correct) for r in result.types] == [
+        ("org:top_members/employees", 1, 1, 1), ("per:employee_of", 2, 2, 1)]
+    assert result.macro_f1 == pytest.approx((1.0 + 0.5) / 2)
+
+
+def test_over_release_adds_the_unconverted_sentences_as_no_relation_predictions() -> None:
+    gold, pred = over_release(["per:title(e1,e2)"], ["per:title(e1,e2)"], ["per:title(e1,e2)", NO_RELATION])
+    assert gold == ["per:title(e1,e2)", "per:title(e1,e2)", NO_RELATION]
+    assert pred == ["per:title(e1,e2)", NO_RELATION, NO_RELATION]
+    assert score(gold, pred).recall == pytest.approx(0.5) and semeval_macro_f1(gold, pred).macro_f1 == pytest.approx(2 / 3)
