@@ -23,13 +23,15 @@ def corpus_words(folder: Path) -> set[str]:
     return words
 
 
-def write_tiny_bert(folder: Path, words: Iterable[str], *, hidden: int = 32, layers: int = 2, seed: int = 0) -> Path:
-    """A BERT of ``layers`` layers of width ``hidden`` whose WordPiece vocabulary is ``words`` (plus the specials,
-    the marker characters and single letters), saved with its fast tokenizer to ``folder``."""
+def write_tiny_bert(folder: Path, words: Iterable[str], *, hidden: int = 32, layers: int = 2, seed: int = 0,
+                    architecture: str = "bert") -> Path:
+    """A BERT (or, with ``architecture="mpnet"``, an MPNet: all-mpnet-base-v2's architecture) of ``layers`` layers
+    of width ``hidden`` whose WordPiece vocabulary is ``words`` (plus the specials, the marker characters and single
+    letters), saved with its fast tokenizer to ``folder``."""
     import torch
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordPiece
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import BertConfig, BertModel, MPNetConfig, MPNetModel, PreTrainedTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
@@ -44,7 +46,10 @@ def write_tiny_bert(folder: Path, words: Iterable[str], *, hidden: int = 32, lay
                                         cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", model_max_length=128)
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=2 * hidden, max_position_embeddings=128)
-    BertModel(config).save_pretrained(folder)
+    sizes = {"vocab_size": len(vocab), "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2,
+             "intermediate_size": 2 * hidden}
+    if architecture == "mpnet":  # positions start after the padding id, as in MPNet's 514 = 512 + 2
+        MPNetModel(MPNetConfig(**sizes, max_position_embeddings=130, pad_token_id=0)).save_pretrained(folder)
+    else:
+        BertModel(BertConfig(**sizes, max_position_embeddings=128)).save_pretrained(folder)
     return folder

@@ -19,4 +19,5 @@ COMMANDS: dict[str, str] = {
     "extract": "extract",
     "serve": "serve",
     "export": "export",
+    "pretrained": "pretrained",
 }

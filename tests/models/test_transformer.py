@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 
 pytest.importorskip("transformers", reason="the transformer extra is not installed (pip install -e '.[transformer]')")
 
+from tacred.checkpoints import read_checkpoint  # noqa: E402
 from tacred.data.batching import encode_split  # noqa: E402
 from tacred.data.examples import DataFormatError, Example  # noqa: E402
 from tacred.data.markers import PretrainedModelError, TypedMarkers, marked_words, tokenizer_spec  # noqa: E402
@@ -206,6 +208,30 @@ def test_the_packaged_minilm() -> None:
     with torch.no_grad():
         logits = net(data.collate([0])).logits
     assert logits.shape == (1, 2) and torch.isfinite(logits).all()
+
+
+def test_an_mpnet_trains_in_bf16_and_exports_to_onnx(demo_data: Path, tmp_path: Path) -> None:
+    """all-mpnet-base-v2's architecture (a tiny one written here) through fit with CPU bf16 autocast, test,
+    load_model and the ONNX export, which runs in fp32 and agrees with PyTorch's fp32 forward pass."""
+    pytest.importorskip("onnxruntime")
+    from tacred import load_model
+    from tacred.inference.export import OnnxRelationModel
+
+    folder = write_tiny_bert(tmp_path / "mpnet", corpus_words(demo_data), architecture="mpnet")
+    run = tmp_path / "run"
+    run_in_process("fit", "--config", "configs/demo.yaml", "--data.data_dir", str(demo_data), *TRANSFORMER,
+                   "--model.network.pretrained", str(folder), "--trainer.max_epochs", "2", "--trainer.precision",
+                   "bf16-mixed", "--run_dir", str(run))
+    ckpt = run / "checkpoints" / "last.ckpt"
+    assert yaml.safe_load((run / "config.yaml").read_text())["trainer"]["precision"] == "bf16-mixed"
+    assert "F1 (micro)" in run_in_process("test", "--ckpt_path", str(ckpt)).stdout
+    out = tmp_path / "onnx"
+    run_in_process("export", "--ckpt_path", str(ckpt), "--out", str(out))
+    examples = json.loads((demo_data / "test.json").read_text())[:10]
+    model = load_model(ckpt)
+    assert read_checkpoint(ckpt)["hyper_parameters"]["network"]["transformer_config"]["model_type"] == "mpnet"
+    torch_probs = np.array([[p.probabilities[label] for label in model.labels] for p in model.predict(examples)])
+    assert np.abs(OnnxRelationModel(out).probabilities(examples) - torch_probs).max() <= 1e-4
 
 
 def test_ensembles_take_transformer_members(trained: Path, tmp_path: Path) -> None:
