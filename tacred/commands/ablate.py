@@ -164,7 +164,8 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
     save_probabilities(results, evaluation)
     write_result(results, result, commands=commands, recipe=[*map(str, args.config), str(variant.path)],
                  commit=fit_info.get("commit") or git_commit(), environment=fit_info.get("environment"),
-                 dev_curve=[dev[e] for e in sorted(dev)], config=config, test=record["test"])
+                 dev_curve=[dev[e] for e in sorted(dev)], config=config, test=record["test"],
+                 training_precision=str(((config or {}).get("trainer") or {}).get("precision") or "32-true"))
     return result
 
 

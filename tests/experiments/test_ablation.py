@@ -299,6 +299,7 @@ def test_sweep_stores_results_skips_done_runs_and_renders_tables(tmp_path: Path,
     assert stored["test"]["gold"] == GOLD and stored["test"]["pred"] == [0, 0, *GOLD[2:]]
     assert stored["semeval_macro_f1"] is None and "commit" in stored
     assert stored["environment"] == R.environment(), "library versions and CPU kernels are recorded"
+    assert stored["training_precision"] == "32-true", "the precision the fit trained in is recorded"
     assert np.load(out / "relu" / "seed_2" / R.PROBS_FILE)["probs"].shape == (10, 3)
     assert not (out / "relu" / "seed_2" / "checkpoints").exists(), "checkpoints stay in the runs folder"
     table = (out / "table.md").read_text()
