@@ -40,16 +40,21 @@ class Model:
     variant: str | None = None
     candidates: dict[str, str] = field(default_factory=dict)  # variant -> how the table describes it
     target: dict[str, float] = field(default_factory=dict)
+    seeds: int | None = None  # how many seeds make this row complete, when not the spec's number
 
 
 @dataclass(frozen=True)
 class Published:
-    """A figure from a paper: its macro-F1 on the SemEval test set and where it is printed."""
+    """A figure from a paper: its macro-F1 on the spec's test set and where it is printed."""
 
     name: str
     inputs: str
     macro_f1: float
     source: str
+
+
+SEMEVAL_MEASURE = ("SemEval-2010 Task 8 test set: official macro-F1 (9 relations, direction counted, Other excluded) "
+                   "and the TACRED scorer's micro F1, percent; mean ± sample std over seeds")
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,12 @@ class Spec:
     title: str
     models: tuple[Model, ...]
     published: tuple[Published, ...]
+    measure: str = SEMEVAL_MEASURE  # what the figures are, as summary.json states it
+    metric: str = "SemEval macro-F1"  # the macro-F1 column's heading
+    marker: str = ""  # README's markers are `<!-- tacred compare MARKER: start -->` (plain without one)
+
+    def model_seeds(self, model: Model) -> int:
+        return model.seeds if model.seeds is not None else self.seeds
 
 
 def _text(entry: dict[str, Any], key: str, where: str) -> str:
@@ -88,7 +99,7 @@ def load_spec(path: str | Path) -> Spec:
         raise ComparisonError(f"{path}: not valid YAML ({err})") from err
     if not isinstance(data, dict):
         raise ComparisonError(f"{path}: expected a mapping with results, models and published")
-    unknown = set(data) - {"results", "seeds", "title", "models", "published"}
+    unknown = set(data) - {"results", "seeds", "title", "models", "published", "measure", "metric", "marker"}
     if unknown:
         raise ComparisonError(f"{path}: unknown keys {sorted(unknown)}")
     results = path.parent / _text(data, "results", str(path))
@@ -100,7 +111,7 @@ def load_spec(path: str | Path) -> Spec:
         where = f"{path}: models[{i}]"
         if not isinstance(entry, dict):
             raise ComparisonError(f"{where}: expected a mapping")
-        extra = set(entry) - {"key", "name", "inputs", "variant", "candidates", "target"}
+        extra = set(entry) - {"key", "name", "inputs", "variant", "candidates", "target", "seeds"}
         if extra:
             raise ComparisonError(f"{where}: unknown keys {sorted(extra)}")
         if ("variant" in entry) == ("candidates" in entry):
@@ -109,6 +120,10 @@ def load_spec(path: str | Path) -> Spec:
         if "candidates" in entry and (not isinstance(candidates, dict) or len(candidates) < 2
                                       or not all(isinstance(c, str) and isinstance(d, str) for c, d in candidates.items())):
             raise ComparisonError(f"{where}: 'candidates' must map at least two variant names to their descriptions")
+        model_seeds = entry.get("seeds")
+        if model_seeds is not None and (isinstance(model_seeds, bool) or not isinstance(model_seeds, int)
+                                        or model_seeds < 1):
+            raise ComparisonError(f"{where}: 'seeds' must be a positive integer, got {model_seeds!r}")
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise ComparisonError(f"{where}: 'target' may hold {', '.join(TARGET_KEYS)}, got {target!r}")
@@ -116,7 +131,8 @@ def load_spec(path: str | Path) -> Spec:
                             inputs=_text(entry, "inputs", where),
                             variant=_text(entry, "variant", where) if "variant" in entry else None,
                             candidates=dict(candidates),
-                            target={k: _number(v, f"{where}: target.{k}") for k, v in target.items()}))
+                            target={k: _number(v, f"{where}: target.{k}") for k, v in target.items()},
+                            seeds=model_seeds))
     if not models:
         raise ComparisonError(f"{path}: 'models' lists no model")
     keys = [m.key for m in models]
@@ -129,7 +145,8 @@ def load_spec(path: str | Path) -> Spec:
             raise ComparisonError(f"{where}: expected exactly name, inputs, macro_f1 and source")
         published.append(Published(_text(entry, "name", where), _text(entry, "inputs", where),
                                    _number(entry["macro_f1"], f"{where}: macro_f1"), _text(entry, "source", where)))
-    return Spec(path, results, seeds, str(data.get("title") or ""), tuple(models), tuple(published))
+    texts = {key: _text(data, key, str(path)) for key in ("measure", "metric", "marker") if key in data}
+    return Spec(path, results, seeds, str(data.get("title") or ""), tuple(models), tuple(published), **texts)
 
 
 def measure_variant(results: Path, variant: str, seeds: int) -> dict[str, Any]:
@@ -142,7 +159,8 @@ def measure_variant(results: Path, variant: str, seeds: int) -> dict[str, Any]:
     summary = variant_summary(results, variant, runs)
     macro = summary.pop("semeval_macro_f1")
     if macro is None:
-        raise ComparisonError(f"{results / variant}: a run has no semeval_macro_f1 (not tested on SemEval's label set)")
+        raise ComparisonError(f"{results / variant}: a run has no semeval_macro_f1 (not tested on a directed label "
+                              "set such as SemEval's or KBP37's)")
     return {"variant": variant, "complete": len(runs) >= seeds, **summary, "macro_f1": macro,
             "macro_f1_mean": round(mean_std(macro)[0], 2), "macro_f1_std": round(mean_std(macro)[1], 2),
             "dev_f1_mean": round(mean_std(summary["dev_f1"])[0], 2)}
@@ -169,9 +187,9 @@ def measure(spec: Spec) -> dict[str, Any]:
     models: dict[str, Any] = {}
     for model in spec.models:
         if model.variant is not None:
-            row = measure_variant(spec.results, model.variant, spec.seeds)
+            row = measure_variant(spec.results, model.variant, spec.model_seeds(model))
         else:
-            rows = [measure_variant(spec.results, c, spec.seeds) for c in model.candidates]
+            rows = [measure_variant(spec.results, c, spec.model_seeds(model)) for c in model.candidates]
             if all(r["complete"] for r in rows):
                 row = dict(max(rows, key=lambda r: r["dev_f1_mean"]))
                 row["chosen_by"] = f"highest mean dev F1 over seeds among {', '.join(model.candidates)}"
@@ -184,9 +202,7 @@ def measure(spec: Spec) -> dict[str, Any]:
         if model.target:
             row["targets"] = verdicts(model.target, row) if row["complete"] else None
         models[model.key] = row
-    return {"measure": "SemEval-2010 Task 8 test set: official macro-F1 (9 relations, direction counted, Other "
-                       "excluded) and the TACRED scorer's micro F1, percent; mean ± sample std over seeds",
-            "seeds": spec.seeds, **models,
+    return {"measure": spec.measure, "seeds": spec.seeds, **models,
             "published": [vars(p) for p in spec.published]}
 
 
@@ -210,7 +226,7 @@ def _target_cell(model: Model, row: dict[str, Any], seeds: int) -> str:
 def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
     """The table: the application's models (mean ± std over seeds, majority vote of the seeds, targets), then the
     published figures, then their sources."""
-    lines = ["| model | word representation | SemEval macro-F1 | micro F1 | majority vote: macro / micro | target |",
+    lines = [f"| model | word representation | {spec.metric} | micro F1 | majority vote: macro / micro | target |",
              "|---|---|---:|---:|---:|---|"]
     for model in spec.models:
         row = summary[model.key]
@@ -226,7 +242,8 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
                 macro, micro = f"({macro})", f"({micro})"
         else:
             macro = micro = vote = "–"
-        lines.append(f"| {name} | {model.inputs} | {macro} | {micro} | {vote} | {_target_cell(model, row, spec.seeds)} |")
+        lines.append(f"| {name} | {model.inputs} | {macro} | {micro} | {vote} | "
+                     f"{_target_cell(model, row, spec.model_seeds(model))} |")
     for i, paper in enumerate(spec.published, 1):
         lines.append(f"| {paper.name} [{i}] | {paper.inputs} | {paper.macro_f1:g} | – | – | published |")
     notes = [f"- [{i}] {paper.source}" for i, paper in enumerate(spec.published, 1)]
@@ -240,32 +257,42 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
     if not spec.results.is_dir():
         raise ComparisonError(f"{spec.path}: results folder {spec.results} does not exist")
     if readme is not None:
-        _readme_parts(Path(readme))  # a README without its markers fails before anything is written
+        _readme_parts(Path(readme), spec.marker)  # a README without its markers fails before anything is written
     out = Path(out) if out is not None else spec.path.parent
     summary = measure(spec)
     table = render_markdown(spec, summary)
     header = f"# {spec.title}\n\n" if spec.title else ""
     paths = [write_json(out / SUMMARY_FILE, summary), write_text_atomic(out / TABLE_FILE, header + table)]
-    return paths + ([update_readme(readme, table)] if readme is not None else [])
+    return paths + ([update_readme(readme, table, spec.marker)] if readme is not None else [])
 
 
 README_START = "<!-- tacred compare: start -->"
 README_END = "<!-- tacred compare: end -->"
 
 
-def _readme_parts(path: Path) -> tuple[str, str]:
+def readme_markers(marker: str = "") -> tuple[str, str]:
+    """README's start and end lines around a comparison's table (:data:`README_START`/:data:`README_END` when the
+    spec names no marker, else ``<!-- tacred compare MARKER: start -->`` and its end)."""
+    if not marker:
+        return README_START, README_END
+    return f"<!-- tacred compare {marker}: start -->", f"<!-- tacred compare {marker}: end -->"
+
+
+def _readme_parts(path: Path, marker: str = "") -> tuple[str, str]:
     """What comes before README's start marker and after its end marker."""
+    start, end = readme_markers(marker)
     text = path.read_text(encoding="utf-8")
-    if text.count(README_START) != 1 or text.count(README_END) != 1 or text.index(README_START) > text.index(README_END):
-        raise ComparisonError(f"{path}: needs one '{README_START}' line before one '{README_END}' line")
-    head, rest = text.split(README_START)
-    return head, rest.split(README_END)[1]
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise ComparisonError(f"{path}: needs one '{start}' line before one '{end}' line")
+    head, rest = text.split(start)
+    return head, rest.split(end)[1]
 
 
-def update_readme(path: str | Path, table: str) -> Path:
-    """Put ``table`` between README's two marker comments (:data:`README_START`, :data:`README_END`)."""
-    head, tail = _readme_parts(Path(path))
-    return write_text_atomic(path, f"{head}{README_START}\n{table}{README_END}{tail}")
+def update_readme(path: str | Path, table: str, marker: str = "") -> Path:
+    """Put ``table`` between README's two marker comments (:func:`readme_markers`)."""
+    start, end = readme_markers(marker)
+    head, tail = _readme_parts(Path(path), marker)
+    return write_text_atomic(path, f"{head}{start}\n{table}{end}{tail}")
 
 
 def table_of(markdown: str) -> str:

@@ -170,3 +170,25 @@ def test_the_committed_summary_and_table_are_what_the_committed_runs_give(tmp_pa
 def test_readmes_results_table_is_the_committed_comparison() -> None:
     table = C.table_of((GLOVE / "comparison.md").read_text())
     assert table in (REPO / "README.md").read_text(), "README's results table differs from comparison.md"
+
+
+def test_a_spec_for_another_data_set_names_its_measure_metric_readme_markers_and_a_rows_own_seeds(spec: Path) -> None:
+    text = spec.read_text().replace("seeds: 2\n", "seeds: 2\nmeasure: KBP37 test set, all 3,405 sentences\n"
+                                    "metric: macro-F1 (SemEval-style)\nmarker: kbp37\n")
+    spec.write_text(text.replace("variant: big}", "variant: big, seeds: 1}"))
+    readme = spec.parent / "README.md"
+    start, end = C.readme_markers("kbp37")
+    assert (start, end) == ("<!-- tacred compare kbp37: start -->", "<!-- tacred compare kbp37: end -->")
+    readme.write_text(f"{C.README_START}\nSemEval's table\n{C.README_END}\n{start}\nold\n{end}\n")
+    out = spec.parent / "out"
+    out.mkdir()
+    assert main(["compare", str(spec), "--out", str(out), "--readme", str(readme)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["measure"] == "KBP37 test set, all 3,405 sentences"
+    assert summary["big"]["complete"] and summary["big"]["seeds"] == [1]  # one seed is this row's whole budget
+    table = (out / "comparison.md").read_text()
+    assert "| model | word representation | macro-F1 (SemEval-style) | micro F1 |" in table
+    assert readme.read_text().startswith(f"{C.README_START}\nSemEval's table\n{C.README_END}\n{start}\n| model |")
+    spec.write_text(text.replace("variant: big}", "variant: big, seeds: 0}"))
+    with pytest.raises(C.ComparisonError, match=r"models\[2\]: 'seeds' must be a positive integer, got 0"):
+        C.load_spec(spec)
