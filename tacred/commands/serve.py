@@ -1,4 +1,5 @@
-"""``tacred serve --ckpt_path X``: the model behind an HTTP endpoint (LitServe), ``POST /predict`` and ``GET /health``."""
+"""``tacred serve --ckpt_path X``: the model behind HTTP endpoints (LitServe): ``POST /predict``, ``POST /extract``,
+``GET /health``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 from tacred.commands.parsing import OneLineParser
 
-HELP = "Serve a trained model over HTTP (LitServe): POST /predict, GET /health."
+HELP = "Serve a trained model over HTTP (LitServe): POST /predict, POST /extract (raw text), GET /health."
 
 EPILOG = """example:
   tacred serve --ckpt_path runs/demo --port 8000 &
@@ -16,9 +17,11 @@ EPILOG = """example:
 
 A body is one input or a list of inputs: {"text": MARKED}, {"text", "subj": [s, e], "obj": [s, e]} (characters),
 {"token": [...], "h": {"pos": [s, e]}, "t": {"pos": [s, e]}} (OpenNRE, tokens), or a TACRED example. The answer is
-{"relation", "probability", "probabilities", "subject", "object", "id"} per input. Bad input, each with
-{"detail": message}: 413 (body over --max_body_bytes), 400 (not JSON), 422 (an input the model cannot read, over
---max_tokens, or a list over --max_batch_inputs). SIGTERM or Ctrl+C stops the server and every process it started."""
+{"relation", "probability", "probabilities", "subject", "object", "id"} per input. POST /extract takes raw text
+(a string or {"text", "id"}, or a list of them) and answers {"id", "mentions"} per text. Bad input, each with
+{"detail": message}: 413 (body over --max_body_bytes), 400 (not JSON), 422 (one input the model cannot read, over
+--max_tokens, or a list over --max_batch_inputs); in a list, a bad input gets its own entry {"index", "error"}.
+SIGTERM or Ctrl+C stops the server and every process it started."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                           device=args.device, timeout=args.timeout, max_body_bytes=args.max_body_bytes,
                           max_tokens=args.max_tokens, max_batch_inputs=args.max_batch_inputs)
     server.on_ready = lambda: print(f"tacred serve: {model} on {args.device}, listening on "
-                                    f"http://{args.host}:{args.port}/predict (GET /health); stop with Ctrl+C or "
+                                    f"http://{args.host}:{args.port}/predict and /extract (GET /health); stop with Ctrl+C or "
                                     "SIGTERM", flush=True)
     from tacred.serving.lifecycle import run_until_stopped
 

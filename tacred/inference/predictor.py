@@ -117,3 +117,8 @@ class Predictor:
     def to_examples(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
         return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read(items)
+
+    def to_examples_each(self, items: Sequence[Any]) -> list[dict[str, Any] | InputError]:
+        """For each input, its validated TACRED dict or the :class:`InputError` naming it (a bad input spoils no
+        other)."""
+        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read_each(items)
