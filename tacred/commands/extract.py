@@ -22,7 +22,9 @@ model every pair of nominals. Labels with a direction (R(e1,e2)/R(e2,e1)) are as
 once as R(subject, object) (evidence: both orders, averaged). Relation signatures learned in training drop pairs
 and relations that the arguments' types rule out (--no_signatures keeps them). Bad documents (undecodable, binary,
 longer than --max_chars) are skipped and reported. With --output DIR the run is resumable: run the same command
-again after an interruption; DIR gets parts/, done/, bad.jsonl and summary.json."""
+again after an interruption; DIR gets parts/, done/, bad.jsonl and summary.json. --engine ray extracts the same
+chunks on Ray Data actors (a local Ray, or the cluster at --address; pip install 'tacred[ray]'): the output is the
+same as a local run's, and a run may be resumed with either engine."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id_column", default="id", help="JSON Lines key or Parquet column of the id (default id)")
     p.add_argument("--max_chars", type=int, default=1_000_000,
                    help="longer documents are skipped and reported (default 1000000)")
-    p.add_argument("--workers", type=int, default=1, help="processes, each with its own model and spaCy (default 1)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="processes, each with its own model and spaCy (default 1; with --engine ray: Ray actors, "
+                        "default one per CPU of the cluster)")
+    p.add_argument("--engine", default="local", choices=("local", "ray"),
+                   help="local: this machine's processes (default); ray: Ray Data actors on a local Ray or a cluster")
+    p.add_argument("--address", default=None,
+                   help="with --engine ray: the Ray cluster to join (HOST:PORT of its head, or auto; default: start "
+                        "Ray on this machine)")
     p.add_argument("--chunk_size", type=int, default=64, help="documents per shard (default 64)")
     p.add_argument("--no_signatures", action="store_true",
                    help="keep pairs and relations that the model's relation signatures rule out")
@@ -71,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         from tacred.extraction.documents import InputFormatError, check_sources
 
         check_sources(args.sources)
+        if args.address is not None and args.engine != "ray":
+            raise ConfigError("--address is the Ray cluster of --engine ray; add --engine ray")
     except (TacredError, InputFormatError) as err:
         print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
         return 2
@@ -94,6 +105,7 @@ def _extract(args: argparse.Namespace) -> int:
     from tacred.extraction.output import OutputFolderError, ShardSink, StdoutSink
     from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
     from tacred.extraction.progress import Progress, count_documents
+    from tacred.extraction.ray_engine import RayEngineError
     from tacred.extraction.runner import run_extraction
     from tacred.training.quiet import tacred_log_lines
 
@@ -111,10 +123,17 @@ def _extract(args: argparse.Namespace) -> int:
             progress = Progress(total, done=min(len(done) * args.chunk_size, total or 0))
             documents = read_documents(args.sources, text_column=args.text_column, id_column=args.id_column,
                                        fmt=args.input_format, lines=args.lines, max_chars=args.max_chars)
-            if args.workers > 1:
-                extractor = None
-            totals = run_extraction(settings, documents, sink, args.workers, args.chunk_size, progress, extractor)
-        except (SpacyModelError, TacredError, FileNotFoundError, InputFormatError, OutputFolderError) as err:
+            if args.engine == "ray":
+                from tacred.extraction.ray_engine import run_on_ray
+
+                del extractor  # each actor loads its own
+                totals = run_on_ray(settings, documents, sink, args.chunk_size, progress, args.address, args.workers)
+            else:
+                workers = args.workers or 1
+                totals = run_extraction(settings, documents, sink, workers, args.chunk_size, progress,
+                                        extractor if workers == 1 else None)
+        except (SpacyModelError, TacredError, FileNotFoundError, InputFormatError, OutputFolderError,
+                RayEngineError) as err:
             print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
