@@ -11,8 +11,9 @@ from typing import Any
 from tacred.errors import TacredError
 
 MENTION_SUFFIXES = (".jsonl", ".parquet")
-# files of an extraction folder that are not mentions: the bad documents, the run's summary and record of documents
-NOT_MENTIONS = ("bad.jsonl", "summary.json", "documents.jsonl", "finished.jsonl")
+# the one *.jsonl of an extraction folder that holds no mentions (its other files, extract.json, summary.json and
+# done/*.json, are not *.jsonl): the documents skipped
+NOT_MENTIONS = ("bad.jsonl",)
 ARGUMENT_FIELDS = (("text", str), ("start", int), ("end", int), ("type", str))
 
 
@@ -73,7 +74,14 @@ def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     for batch in table.iter_batches(batch_size=4096):
         for record in batch.to_pylist():
             row += 1
-            yield mention_row(record, f"{path}, row {row}")
+            where = f"{path}, row {row}"
+            evidence = record.get("evidence")
+            if isinstance(evidence, str):  # Parquet shards keep the evidence as JSON text (its shape varies)
+                try:
+                    record["evidence"] = json.loads(evidence)
+                except ValueError:
+                    raise MentionFileError(f"{where}: 'evidence' is not JSON text") from None
+            yield mention_row(record, where)
 
 
 def mention_row(record: Any, where: str) -> dict[str, Any]:

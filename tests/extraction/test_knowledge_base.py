@@ -59,9 +59,11 @@ def write_jsonl(path: Path, records: list) -> Path:
 def extracted(tmp_path: Path) -> Path:
     """An extraction folder: two shards of mentions and the run's other files, which are not mentions."""
     out = tmp_path / "extracted"
-    write_jsonl(out / "shards" / "part-a.jsonl", MENTIONS[:3])
-    write_jsonl(out / "shards" / "part-b.jsonl", MENTIONS[3:])
+    write_jsonl(out / "parts" / "part-a.jsonl", MENTIONS[:3])
+    write_jsonl(out / "parts" / "part-b.jsonl", MENTIONS[3:])
     write_jsonl(out / "bad.jsonl", [{"id": "d9", "source": "corpus.jsonl", "reason": "not UTF-8 text"}])
+    (out / "done").mkdir()
+    (out / "done" / "part-a.json").write_text(json.dumps({"documents": ["d1", "d2"]}), encoding="utf-8")
     (out / "summary.json").write_text(json.dumps({"documents": 5}), encoding="utf-8")
     return out
 
@@ -90,7 +92,7 @@ def test_every_field_of_every_mention_lands_once_however_often_it_is_loaded(extr
             assert row[f"{role}_type"] == m[role]["type"]
         assert (row["relation"], row["probability"]) == (m["relation"], m["probability"])
         assert json.loads(row["evidence"]) == m["evidence"] and row["source"].endswith(".jsonl")
-    again = run_in_process("kb", str(extracted / "shards"), str(extracted / "shards" / "part-a.jsonl"), "--db", str(db))
+    again = run_in_process("kb", str(extracted / "parts"), str(extracted / "parts" / "part-a.jsonl"), "--db", str(db))
     assert "6 mention record(s) from 2 file(s): 0 new, 6 already" in again.stderr  # a file named twice is read once
     assert table(db, "SELECT count(*) AS n FROM mentions") == [{"n": 6}]
     # a re-extraction of one mention with another probability replaces it
@@ -130,10 +132,10 @@ def test_parquet_shards_load_like_json_lines(extracted, tmp_path):
     records = [{**m, "evidence": json.dumps(m["evidence"])} for m in MENTIONS[:3]]  # evidence as JSON text
     pq.write_table(pa.Table.from_pylist(records), folder / "part-a.parquet")
     mixed = tmp_path / "mixed.duckdb"
-    run_in_process("kb", str(folder / "part-a.parquet"), str(extracted / "shards" / "part-b.jsonl"), "--db", str(mixed))
+    run_in_process("kb", str(folder / "part-a.parquet"), str(extracted / "parts" / "part-b.jsonl"), "--db", str(mixed))
     plain = tmp_path / "plain.duckdb"
     run_in_process("kb", str(extracted), "--db", str(plain))
-    columns = "* EXCLUDE (source, evidence)"
+    columns = "* EXCLUDE (source)"
     assert table(mixed, f"SELECT {columns} FROM mentions ORDER BY mention_id") == table(
         plain, f"SELECT {columns} FROM mentions ORDER BY mention_id")
     assert table(mixed, "SELECT * FROM triples") == table(plain, "SELECT * FROM triples")
@@ -195,3 +197,21 @@ def test_wrong_paths_and_nothing_to_do_are_one_line_errors(tmp_path):
         assert ran.status == 2 and message in ran.stderr and len(ran.stderr.splitlines()) == 1, ran.stderr
     ran = run_in_process("kb", "--db", db, "--query", "SELECT * FROM mentions", check=False)
     assert ran.status == 2 and "tacred kb: error:" in ran.stderr  # no database there yet
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_an_extraction_folder_loads_whole_into_the_knowledge_base(checkpoint, tmp_path, fmt, nlp):
+    """``tacred extract --output`` then ``tacred kb`` on that folder: every mention of its shards, and only those."""
+    corpus = tmp_path / "news.jsonl"
+    write_jsonl(corpus, [{"id": d, "text": text} for d, text in DOCS.items()])
+    out = tmp_path / "out"
+    run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), "--output", str(out), "--format", fmt,
+                   "--chunk_size", "2", "--threshold", "-50", "--no_signatures")  # every pair a relation
+    relations = json.loads((out / "summary.json").read_text())["relations"]
+    assert relations > 0
+    db = tmp_path / "kb.duckdb"
+    ran = run_in_process("kb", str(out), "--db", str(db))
+    assert f"{relations} mention record(s) from " in ran.stderr
+    stored = table(db, "SELECT doc_id, subject, subject_start, subject_end, object, relation FROM mentions")
+    assert len(stored) == relations and {r["doc_id"] for r in stored} <= set(DOCS)
+    assert all(DOCS[r["doc_id"]][r["subject_start"]:r["subject_end"]] == r["subject"] for r in stored)
