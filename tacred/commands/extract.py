@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.errors import ConfigError, TacredError, one_line
+    from tacred.extraction.documents import InputFormatError, check_sources
 
     try:
         for name in ("max_pairs", "batch_size", "max_tokens", "num_threads", "workers", "chunk_size", "max_chars"):
@@ -77,8 +78,6 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"--{name} must be at least 1, got {value}")
         if args.sources.count("-") > 1:
             raise ConfigError("standard input (-) can be read once")
-        from tacred.extraction.documents import InputFormatError, check_sources
-
         check_sources(args.sources)
         if args.address is not None and args.engine != "ray":
             raise ConfigError("--address is the Ray cluster of --engine ray; add --engine ray")

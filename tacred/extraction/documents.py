@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 MAX_CHARS = 1_000_000  # spaCy's own default limit on one text
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -62,7 +61,7 @@ def _checked(text: str, ident: str, source: str, max_chars: int) -> Document | B
     return Document(ident, text.removeprefix("\ufeff"))
 
 
-def _lines(stream: BinaryIO, name: str, max_chars: int) -> Iterator[Document | BadDocument]:
+def _lines(stream: Iterable[bytes], name: str, max_chars: int) -> Iterator[Document | BadDocument]:
     """One document per non-blank line, id ``NAME:LINE`` (counted from 1)."""
     for n, raw in enumerate(stream, start=1):
         line = raw.rstrip(b"\r\n")
@@ -70,7 +69,7 @@ def _lines(stream: BinaryIO, name: str, max_chars: int) -> Iterator[Document | B
             yield checked_text(line, f"{name}:{n}", f"{name}, line {n}", max_chars)
 
 
-def _jsonl(stream: BinaryIO, name: str, max_chars: int, text_column: str,
+def _jsonl(stream: Iterable[bytes], name: str, max_chars: int, text_column: str,
            id_column: str) -> Iterator[Document | BadDocument]:
     """One document per JSON object line: ``text_column`` its text, ``id_column`` its id (default ``NAME:LINE``)."""
     for n, raw in enumerate(stream, start=1):
@@ -127,17 +126,21 @@ def _parquet(path: Path, max_chars: int, text_column: str, id_column: str) -> It
                 yield _checked(text, name, where, max_chars)
 
 
-def format_of(path: Path, fmt: str) -> str:
+def format_of(path: Path, fmt: str, lines: bool = False) -> str:
+    """How a file is read: ``fmt`` unless it is ``auto``, else by suffix (``lines``: text files by line)."""
     if fmt != "auto":
         return fmt
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return "jsonl"
-    return "parquet" if suffix in PARQUET_SUFFIXES else "text"
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    return "lines" if lines else "text"
 
 
-def _file(path: Path, fmt: str, max_chars: int, text_column: str, id_column: str) -> Iterator[Document | BadDocument]:
-    kind = format_of(path, fmt)
+def _file(path: Path, fmt: str, lines: bool, max_chars: int, text_column: str,
+          id_column: str) -> Iterator[Document | BadDocument]:
+    kind = format_of(path, fmt, lines)
     if kind == "parquet":
         yield from _parquet(path, max_chars, text_column, id_column)
         return
@@ -160,20 +163,24 @@ def folder_files(source: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(source).as_posix())
 
 
+def _stdin_bytes() -> Iterable[bytes]:
+    """Standard input's lines as bytes (a replaced ``sys.stdin`` may be text only)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    return buffer if buffer is not None else (line.encode("utf-8") for line in sys.stdin)
+
+
 def read_documents(sources: Iterable[str | Path], *, text_column: str = "text", id_column: str = "id",
                    fmt: str = "auto", lines: bool = False, max_chars: int = MAX_CHARS,
-                   stdin: BinaryIO | None = None) -> Iterator[Document | BadDocument]:
+                   stdin: Iterable[bytes] | None = None) -> Iterator[Document | BadDocument]:
     """The documents of every source in order, lazily. A source is a file (by suffix: ``.jsonl``/``.ndjson`` JSON
     Lines, ``.parquet`` Parquet, anything else one text document per file; ``lines``: one document per line of a
     text file), a folder of such files (sorted, recursive) or ``-`` for standard input (one document per line, or
     JSON Lines with ``fmt="jsonl"``, read as it comes). ``fmt`` forces one format for every file."""
     if fmt not in FORMATS:
         raise InputFormatError(f"unknown input format {fmt!r} (one of {', '.join(FORMATS)})")
-    if lines and fmt == "auto":
-        fmt = "lines"
     for source in sources:
         if str(source) == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
+            stream = stdin if stdin is not None else _stdin_bytes()
             if fmt == "jsonl":
                 yield from _jsonl(stream, "<stdin>", max_chars, text_column, id_column)
             elif fmt == "parquet":
@@ -184,9 +191,9 @@ def read_documents(sources: Iterable[str | Path], *, text_column: str = "text", 
         path = Path(source)
         if path.is_dir():
             for file in folder_files(path):
-                yield from _file(file, fmt, max_chars, text_column, id_column)
+                yield from _file(file, fmt, lines, max_chars, text_column, id_column)
         elif path.is_file():
-            yield from _file(path, fmt, max_chars, text_column, id_column)
+            yield from _file(path, fmt, lines, max_chars, text_column, id_column)
         else:
             raise InputFormatError(f"{path}: no such file or folder")
 

@@ -138,6 +138,8 @@ class ShardSink:
         self.folder, self.fmt = Path(folder), fmt
         self.parts, self.done = self.folder / "parts", self.folder / "done"
         written = self.folder / MANIFEST
+        if self.folder.exists() and not self.folder.is_dir():
+            raise OutputFolderError(f"{self.folder}: not a folder (--output names the folder to write shards to)")
         manifest = {"format": 1, **manifest}
         if written.is_file():
             before = json.loads(written.read_text(encoding="utf-8"))
@@ -151,6 +153,9 @@ class ShardSink:
         self.done.mkdir(exist_ok=True)
         if not written.is_file():
             write_text_atomic(written, json.dumps(manifest, indent=1, sort_keys=True))
+        for folder in (self.parts, self.done):  # what a killed run was writing
+            for stray in folder.glob(".part-*.tmp*"):
+                stray.unlink()
 
     def done_chunks(self) -> set[int]:
         """The chunks a previous run of this command finished."""

@@ -57,7 +57,7 @@ def count_documents(sources: Iterable[str], fmt: str, lines: bool) -> int | None
             return None
         path = Path(source)
         for file in folder_files(path) if path.is_dir() else [path]:
-            kind = format_of(file, "lines" if lines and fmt == "auto" else fmt)
+            kind = format_of(file, fmt, lines)
             if kind == "parquet":
                 import pyarrow.parquet as pq
 
