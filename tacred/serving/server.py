@@ -103,45 +103,68 @@ class RelationAPI(ModelAPI):
 
 
 class ExtractAPI(ModelAPI):
-    """``POST /extract``: raw texts (a string, or ``{"text": ..., "id": ...}``) → the relations found in each."""
+    """``POST /extract``: raw texts (a string, or ``{"text": ..., "id": ...}``) → what ``tacred extract`` finds in
+    each as a document (:class:`tacred.extraction.DocumentExtractor`): its mentions, sentences and candidate pairs."""
+
+    signatures = True  # filter by the model's relation signatures, as tacred extract does by default
+
+    def setup(self, device: str) -> None:
+        from tacred.data.spacy_pipeline import SpacyModelError
+        from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+
+        settings = ExtractorSettings(str(self.ckpt_path), device=device, threshold=self.threshold,
+                                     spacy_model=self.spacy_model, max_tokens=self.max_tokens,
+                                     num_threads=self.num_threads, signatures=self.signatures)
+        self.extractor: DocumentExtractor | None = None
+        try:
+            self.extractor = DocumentExtractor(settings)
+        except SpacyModelError as err:
+            self.unavailable = f"this server cannot annotate raw text: {err}"
+            log.warning("/extract cannot be served: %s", err)
 
     def decode_request(self, request: Request) -> "Decoded | Rejected":
+        if self.extractor is None:
+            return Rejected(503, self.unavailable)
         found = request_items(request, self.max_batch_inputs)
         if isinstance(found, Rejected):
             return found
         items, single = found
-        where = (lambda i: "input") if single else (lambda i: f"input {i}")
-        return Decoded([_text_input(item, i, where(i)) for i, item in enumerate(items)], single)
+        max_chars = self.extractor.settings.max_chars
+        return Decoded([_document(item, i, "input" if single else f"input {i}", max_chars)
+                        for i, item in enumerate(items)], single)
 
     def predict(self, x: "list[Decoded | Rejected]") -> "list[Decoded | Rejected]":
-        """spaCy and the model over every text of every valid request in the batch."""
-        from tacred.inference.extract import extract_relations
-
-        texts = [doc for request in x if isinstance(request, Decoded) for doc in request.work()]
-        found = extract_relations(self.predictor, [t["text"] for t in texts], names=[t["id"] for t in texts])
-        answers = iter({"id": t["id"], "mentions": [{"doc_id": t["id"], **r.to_dict()} for r in relations]}
-                       for t, relations in zip(texts, found, strict=True))
+        """spaCy and the model over every document of every valid request in the batch."""
+        assert self.extractor is not None, "decode_request rejects every request without an extractor"
+        work = [(where, doc) for request in x if isinstance(request, Decoded) for where, doc in request.work()]
+        results = self.extractor.process_many([doc for _, doc in work]) if work else []
+        answers = iter(Bad(f"{where}: {r.error}") if r.error is not None else
+                       {"id": r.doc_id, "sentences": r.sentences, "pairs": r.pairs, "mentions": r.mentions}
+                       for (where, _), r in zip(work, results, strict=True))
         for request in x:
             if isinstance(request, Decoded):
                 request.answer(answers)
         return x
 
 
-def _text_input(item: Any, index: int, where: str) -> "dict[str, str] | Bad":
-    """``{"id", "text"}`` of one input of ``/extract`` (the id defaults to ``#index``), or what is wrong with it."""
+def _document(item: Any, index: int, where: str, max_chars: int) -> "tuple[str, Any] | Bad":
+    """One input of ``/extract`` as ``(where, Document)`` (the id defaults to ``#index``), or what is wrong with it:
+    the checks of ``tacred extract`` (binary data, more than ``max_chars`` characters) included."""
+    from tacred.extraction.documents import BadDocument, checked_text
+
     if isinstance(item, str):
         item = {"text": item}
     if not isinstance(item, dict):
         return Bad(f"{where}: expected a string or an object with 'text', found {type(item).__name__}")
-    unknown = sorted(set(item) - {"text", "id"})
-    if unknown or "text" not in item:
+    if set(item) - {"text", "id"} or "text" not in item:
         return Bad(f"{where}: expected an object with 'text' (and an optional 'id'), found the keys {sorted(item)}")
     if not isinstance(item["text"], str):
         return Bad(f"{where}: 'text' must be a string, found {type(item['text']).__name__}")
     ident = item.get("id", f"#{index}")
     if isinstance(ident, bool) or not isinstance(ident, (str, int)):
         return Bad(f"{where}: 'id' must be a string or an integer, found {ident!r}")
-    return {"id": str(ident), "text": item["text"]}
+    doc = checked_text(item["text"].encode("utf-8", "surrogatepass"), str(ident), "request", max_chars)
+    return Bad(f"{where}: {doc.reason}") if isinstance(doc, BadDocument) else (where, doc)
 
 
 class TacredServer(ls.LitServer):
@@ -158,12 +181,15 @@ class TacredServer(ls.LitServer):
 def build_server(ckpt_path: str, *, threshold: float | str | None = None, spacy_model: str | None = None,
                  num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
                  workers: int = 1, device: str = "auto", timeout: float = 30, max_body_bytes: int = MAX_BODY_BYTES,
-                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS) -> TacredServer:
+                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS,
+                 signatures: bool = True) -> TacredServer:
     """The LitServer for a checkpoint (``server.run(host=..., port=...)`` starts it); ``device``: already resolved
     (``cpu``, ``cuda``, ``cuda:N``; :func:`tacred.devices.torch_device`)."""
     options = dict(threshold=threshold, spacy_model=spacy_model, num_threads=num_threads, max_batch_size=max_batch_size,
                    batch_timeout=batch_timeout, max_tokens=max_tokens, max_batch_inputs=max_batch_inputs)
-    apis = [RelationAPI(ckpt_path, **options), ExtractAPI(ckpt_path, **options, api_path="/extract")]
+    extract = ExtractAPI(ckpt_path, **options, api_path="/extract")
+    extract.signatures = signatures
+    apis = [RelationAPI(ckpt_path, **options), extract]
     accelerator, _, index = device.partition(":")
     return TacredServer(apis, accelerator=accelerator, devices=[int(index)] if index else "auto",
                         workers_per_device=workers, timeout=timeout,

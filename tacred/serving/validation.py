@@ -57,18 +57,16 @@ class Decoded:
         return [item for item in self.inputs if not isinstance(item, Bad)]
 
     def answer(self, results: Iterator[Any]) -> None:
-        """Fill :attr:`answers` from ``results``, an iterator over the answers of :meth:`work` in order; a bad
-        input's answer is ``{"index": i, "error": message}``."""
-        self.answers = [{"index": i, "error": item.message} if isinstance(item, Bad) else next(results)
-                        for i, item in enumerate(self.inputs)]
+        """Fill :attr:`answers` from ``results``, an iterator over the answers of :meth:`work` in order (an answer
+        may be :class:`Bad` too: the work failed); a bad input's answer is ``{"index": i, "error": message}``."""
+        self.answers = [item if isinstance(item, Bad) else next(results) for item in self.inputs]
 
     def response(self) -> Any:
         """The list of answers; for one input its answer, or 422 with the message when it is bad."""
-        if not self.single:
-            return self.answers
-        if isinstance(self.inputs[0], Bad):
-            return Rejected(422, self.inputs[0].message).response()
-        return self.answers[0]
+        if self.single and isinstance(self.answers[0], Bad):
+            return Rejected(422, self.answers[0].message).response()
+        answers = [{"index": i, "error": a.message} if isinstance(a, Bad) else a for i, a in enumerate(self.answers)]
+        return answers if not self.single else answers[0]
 
 
 class JsonBodyCheck:
