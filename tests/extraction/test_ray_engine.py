@@ -134,8 +134,12 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         for log in logs:
             log.close()
         shutil.rmtree(temp, ignore_errors=True)
-        left = [pid for pid in pids if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
-        assert not left, f"Ray processes left: {left}"
+        def alive() -> list[int]:
+            return [pid for pid in pids if Path(f"/proc/{pid}").exists() and _state(pid) != "Z"]
+
+        with contextlib.suppress(TimeoutError):  # a SIGKILLed process takes a moment to go
+            wait_for("the cluster's processes to end", lambda: not alive(), 15)
+        assert not alive(), f"Ray processes left: {alive()}"
 
 
 def _state(pid: int) -> str:
@@ -211,7 +215,8 @@ def test_a_two_node_ray_run_whose_worker_node_is_killed_equals_the_single_proces
             driver.kill()
             driver.wait()
         log.close()
-    assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in killed)
+    assert wait_for("the worker node's processes to end", lambda: not any(
+        Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in killed), 15)
     assert files(on_ray) == files(single), "the Ray run's output differs from the single-process run's"
     summary = json.loads((on_ray / "summary.json").read_text())
     assert (summary["documents"], summary["skipped"]) == (601, 1)  # the empty document counts; the binary one not
