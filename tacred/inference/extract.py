@@ -136,11 +136,15 @@ class TextRelations:
     pairs: int = 0
 
 
-def _example(tokens: list[Any], s: _Candidate, o: _Candidate, no_relation: str) -> dict[str, Any]:
+def _sentence_features(tokens: list[Any]) -> dict[str, list[str]]:
+    """A sentence's words, POS and NER tags, computed once for all its pairs."""
     return {"token": [t.text for t in tokens], "stanford_pos": [map_pos(t.tag_) for t in tokens],
-            "stanford_ner": [map_ner(t.ent_type_) for t in tokens], "relation": no_relation,
-            "subj_start": s.first, "subj_end": s.last, "obj_start": o.first, "obj_end": o.last,
-            "subj_type": s.mention.type, "obj_type": o.mention.type}
+            "stanford_ner": [map_ner(t.ent_type_) for t in tokens]}
+
+
+def _example(features: dict[str, list[str]], s: _Candidate, o: _Candidate, no_relation: str) -> dict[str, Any]:
+    return {**features, "relation": no_relation, "subj_start": s.first, "subj_end": s.last, "obj_start": o.first,
+            "obj_end": o.last, "subj_type": s.mention.type, "obj_type": o.mention.type}
 
 
 def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence[str], max_pairs: int = 100,
@@ -167,16 +171,17 @@ def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence
                             len(kept_tokens), predictor.max_tokens)
                 continue
             kept = {t.i: i for i, t in enumerate(kept_tokens)}
-            for s, o in _pairs(_mentions(sent, kept, rule.nominals), rule, types):
-                found.append((abs(s.first - o.first), k, kept_tokens, s, o))
+            pairs = _pairs(_mentions(sent, kept, rule.nominals), rule, types)
+            features = _sentence_features(kept_tokens) if pairs else {}
+            found.extend((abs(s.first - o.first), k, features, s, o) for s, o in pairs)
         if len(found) > max_pairs:
             log.warning("%s: %d candidate pairs; the %d closest together are predicted (max_pairs)", names[n],
                         len(found), max_pairs)
             found = sorted(found, key=lambda f: f[0])[:max_pairs]
-        for _, k, tokens, s, o in found:
-            examples.append(_example(tokens, s, o, no_relation))
+        for _, k, features, s, o in found:
+            examples.append(_example(features, s, o, no_relation))
             if rule.both_orders:
-                examples.append(_example(tokens, o, s, no_relation))
+                examples.append(_example(features, o, s, no_relation))
             owners.append((n, k, s.mention, o.mention))
         results.append(TextRelations([], sentences, len(found)))
     if not owners:
