@@ -238,3 +238,22 @@ def test_an_address_without_the_ray_engine_or_with_no_cluster_is_a_one_line_erro
     expected = (f"no Ray cluster answers at 127.0.0.1:{port} (Connection refused)" if _importable("ray.data")
                 else "Ray is not installed")
     assert ran.status == 2 and expected in ran.stderr.strip().splitlines()[-1], ran.stderr
+
+
+def test_chunks_are_handed_on_once_in_input_order_whatever_order_ray_returns_them():
+    from tacred.extraction.documents import BadDocument, Document
+    from tacred.extraction.output import Chunk
+    from tacred.extraction.ray_engine import RayEngineError, _in_order
+
+    chunks = [Chunk(k, [Document(f"d{k}", "text"), BadDocument(f"b{k}", "corpus", "binary data")]) for k in (3, 4, 5)]
+
+    def row(k: int) -> dict:
+        return {"index": k, "results": json.dumps([{"doc_id": f"d{k}", "sentences": 1, "pairs": 0, "mentions": [],
+                                                    "error": None}])}
+
+    handed = []
+    _in_order(chunks, [row(5), row(3), row(5), row(4), row(3)], handed.append)  # a retried chunk comes twice
+    assert [(d.index, [r.doc_id for r in d.results], [b.id for b in d.bad]) for d in handed] == [
+        (3, ["d3"], ["b3"]), (4, ["d4"], ["b4"]), (5, ["d5"], ["b5"])]
+    with pytest.raises(RayEngineError, match=r"no result for chunk\(s\) \[4\]"):
+        _in_order(chunks, [row(3), row(5)], lambda done: None)
