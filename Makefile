@@ -39,11 +39,17 @@ test: install
 test-fast: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not scale"
 
-# The documented scale-out launches (docs/distributed.md): torchrun and a SLURM job as two nodes on this machine, and
+# The documented scale-out launches (docs/distributed.md): torchrun and a SLURM job as two nodes on this machine,
 # two tune workers on a throwaway PostgreSQL server, one killed mid-trial (skipped where PostgreSQL is not installed;
-# .ci/run installs it). Kept out of `make test` to hold it under 5 minutes on 2 cores; CI runs both.
-test-scale: install
+# .ci/run installs it), and `tacred extract --engine ray` on a two-node Ray cluster whose worker node is killed
+# mid-run. Kept out of `make test` to hold it under 5 minutes on 2 cores; CI runs both.
+test-scale: install $(VENV)/.installed-ray
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m scale
+
+# Ray (tacred[ray], for the two-node `tacred extract --engine ray` test) is heavy: installed for test-scale only
+$(VENV)/.installed-ray: $(VENV)/.installed
+	$(PY) -m pip install -q -e ".[ray]"
+	touch $@
 
 # The documentation site (mkdocs.yml over docs/) into site/; a warning (a broken link, a missing page) fails it.
 docs: install

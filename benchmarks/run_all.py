@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import data_pipeline  # noqa: E402
 import end_to_end  # noqa: E402
+import extract_throughput  # noqa: E402
 import inference  # noqa: E402
 import relative_attention  # noqa: E402
 import serving  # noqa: E402
@@ -30,6 +31,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "end_to_end": lambda quick: end_to_end.run(quick).render(),
     "serving": lambda quick: serving.run(quick).render(),
     "transformer": lambda quick: transformer.run(quick).render(),
+    "extract": lambda quick: extract_throughput.run(quick).render(),
 }
 
 

@@ -151,7 +151,7 @@ LONGEST_FIRST = (
     "experiments/test_ablation.py", "test_benchmarks.py", "test_bad_inputs.py", "test_faults.py",
     "experiments/test_ensemble.py", "training/test_progress.py", "test_notebooks.py", "training/test_tracking.py",
     "experiments/test_tuning.py", "analysis/test_plots.py", "test_distributed.py", "models/test_transformer.py",
-    "models/test_model.py", "serving/test_server.py", "test_cli.py",
+    "models/test_model.py", "serving/test_server.py", "test_cli.py", "extraction/test_extract_command.py",
 )
 
 

@@ -123,6 +123,15 @@ def test_transformer_table_has_training_and_both_inference_engines_per_thread_co
     assert "ONNX Runtime ÷ PyTorch eager at 2 threads" in quick_output[0] and "(int8, `tacred export" in quick_output[0]
 
 
+def test_extraction_table_sets_the_pipeline_beside_spacy_ner_alone(quick_output):
+    rows = table_rows(quick_output[0], "Extraction throughput")
+    assert [(r[0], r[1]) for r in rows] == [("spaCy NER alone (sentencizer + ner)", "1"),
+                                           ("spaCy NER + tagger (what the paper network needs)", "1"),
+                                           ("paper network", "1"), ("tiny BERT", "1")]
+    assert rows[0][4] == "100%" and all(r[4].endswith("%") and float(r[3].replace(",", "")) > 0 for r in rows)
+    assert "get_cpu_capability() = " in quick_output[0]
+
+
 def test_out_file_holds_the_printed_tables(quick_output):
     text, out = quick_output
     written = out.read_text(encoding="utf-8")

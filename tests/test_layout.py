@@ -18,7 +18,7 @@ LAYERS = {
     "models": 2,
     "evaluation": 3,
     "training": 4, "inference": 4,
-    "serving": 5, "experiments": 5, "analysis": 5,
+    "serving": 5, "experiments": 5, "analysis": 5, "extraction": 5,
     "commands": 6, "cli": 6, "__main__": 6,
 }
 

@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "threshold": "threshold",
     "tune": "tune",
     "extract": "extract",
+    "kb": "kb",
     "serve": "serve",
     "export": "export",
     "pretrained": "pretrained",

@@ -1,23 +1,30 @@
-"""``tacred extract FILE|- --ckpt_path X``: relations in plain text, as JSON Lines (see :mod:`tacred.inference.extract`)."""
+"""``tacred extract SOURCE... --ckpt_path X [--output DIR]``: relations in documents, as JSON Lines on standard
+output or resumable shards in a folder (see :mod:`tacred.extraction`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from tacred.commands.parsing import OneLineParser
 
-HELP = "Find relations in plain text: spaCy's entities, every candidate pair predicted, JSON Lines out."
+HELP = "Find relations in documents (text, JSON Lines, Parquet, stdin): mentions out as JSON Lines or shards."
 
-EPILOG = """Each non-blank line of the input is one text (it may hold several sentences). For every relation found:
-  {"id": "line-N", "relation": ..., "probability": ...,
-   "subject": {"text", "start", "end", "type"}, "object": {...}}
-with character offsets into the line (end-exclusive). Candidates: for a TACRED model (per:/org: relations) subjects
-are PERSON and ORGANIZATION entities and objects entities of the types the model knows; for any other model (e.g.
-SemEval) every ordered pair of nominals (named entities and head nouns). Pairs stay within a sentence; at most
---max_pairs per line, the closest together first (a line with more says so on standard error). A pair is reported
-when the model decides a relation for it (the no-relation rule with --threshold)."""
+EPILOG = """Sources: text files (one document per file; --lines: one per non-blank line, id FILE:LINE), folders of
+them (sorted, recursive), JSON Lines (*.jsonl: {"id": ..., "text": ...}), Parquet (*.parquet: --text_column and
+--id_column) or - for standard input (one document per line, or JSON Lines with --input_format jsonl).
+Each relation found is one record:
+  {"doc_id", "sentence", "sentence_text", "subject": {"text", "start", "end", "type"}, "object": {...},
+   "relation", "probability", "evidence"}
+with character offsets into the document (end-exclusive). Candidates: for a TACRED model (per:/org: relations)
+subjects are PERSON and ORGANIZATION entities and objects entities of the types the model knows; for any other
+model every pair of nominals. Labels with a direction (R(e1,e2)/R(e2,e1)) are asked in both orders and reported
+once as R(subject, object) (evidence: both orders, averaged). Relation signatures learned in training drop pairs
+and relations that the arguments' types rule out (--no_signatures keeps them). Bad documents (undecodable, binary,
+longer than --max_chars) are skipped and reported. With --output DIR the run is resumable: run the same command
+again after an interruption; DIR gets parts/, done/, bad.jsonl and summary.json. --engine ray extracts the same
+chunks on Ray Data actors (a local Ray, or the cluster at --address; pip install 'tacred[ray]'): the output is the
+same as a local run's, and a run may be resumed with either engine."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,68 +32,114 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = OneLineParser(prog="tacred extract", description=HELP, epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="a text file (one text per line), or - for standard input")
+    p.add_argument("sources", nargs="+", help="files, folders or - for standard input")
     p.add_argument("--ckpt_path", required=True,
                    help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt) or an exported folder")
-    p.add_argument("--max_pairs", type=int, default=100, help="candidate pairs predicted per line (default 100)")
+    p.add_argument("--output", default=None, help="a folder for resumable shards (default: JSON Lines on stdout)")
+    p.add_argument("--format", default="jsonl", choices=("jsonl", "parquet"), help="shard format (default jsonl)")
+    p.add_argument("--input_format", default="auto", choices=("auto", "text", "lines", "jsonl", "parquet"),
+                   help="read every file as this (default: by suffix)")
+    p.add_argument("--lines", action="store_true", help="text files hold one document per line")
+    p.add_argument("--text_column", default="text", help="JSON Lines key or Parquet column of the text (default text)")
+    p.add_argument("--id_column", default="id", help="JSON Lines key or Parquet column of the id (default id)")
+    p.add_argument("--max_chars", type=int, default=1_000_000,
+                   help="longer documents are skipped and reported (default 1000000)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="processes, each with its own model and spaCy (default 1; with --engine ray: Ray actors, "
+                        "default one per CPU of the cluster)")
+    p.add_argument("--engine", default="local", choices=("local", "ray"),
+                   help="local: this machine's processes (default); ray: Ray Data actors on a local Ray or a cluster")
+    p.add_argument("--address", default=None,
+                   help="with --engine ray: the Ray cluster to join (HOST:PORT of its head, or auto; default: start "
+                        "Ray on this machine)")
+    p.add_argument("--chunk_size", type=int, default=64, help="documents per shard (default 64)")
+    p.add_argument("--no_signatures", action="store_true",
+                   help="keep pairs and relations that the model's relation signatures rule out")
+    p.add_argument("--max_pairs", type=int, default=100, help="candidate pairs predicted per document (default 100)")
     p.add_argument("--threshold", default=None,
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--spacy_model", default=None, help="spaCy pipeline (default: the installed English model)")
     p.add_argument("--batch_size", type=int, default=50, help="pairs per forward pass (default 50)")
     p.add_argument("--max_tokens", type=int, default=512, help="longer sentences are skipped (default 512)")
-    p.add_argument("--num_threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--num_threads", type=int, default=None, help="torch CPU threads (per worker)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.errors import ConfigError, TacredError, read_text
+    from tacred.errors import ConfigError, TacredError, one_line
+    from tacred.extraction.documents import InputFormatError, check_sources
 
-    source = "<stdin>" if args.input == "-" else args.input
     try:
-        for name in ("max_pairs", "batch_size", "max_tokens", "num_threads"):
+        for name in ("max_pairs", "batch_size", "max_tokens", "num_threads", "workers", "chunk_size", "max_chars"):
             value = getattr(args, name)
             if value is not None and value < 1:
                 raise ConfigError(f"--{name} must be at least 1, got {value}")
-        lines = read_text(args.input, "text").splitlines()
-        texts = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
-        if not texts:
-            raise ConfigError(f"{source} holds no text")
-    except (TacredError, OSError) as err:
-        from tacred.errors import one_line
-
+        if args.sources.count("-") > 1:
+            raise ConfigError("standard input (-) can be read once")
+        check_sources(args.sources)
+        if args.address is not None and args.engine != "ray":
+            raise ConfigError("--address is the Ray cluster of --engine ray; add --engine ray")
+    except (TacredError, InputFormatError) as err:
         print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
         return 2
-    return _extract(args, texts, source)
+    return _extract(args)
 
 
-def _extract(args: argparse.Namespace, texts: list[tuple[int, str]], source: str) -> int:
+def manifest(args: argparse.Namespace) -> dict[str, object]:
+    """What decides an output folder's contents: a rerun resumes only with the same values."""
+    import os
+
+    keys = ("input_format", "lines", "text_column", "id_column", "max_chars", "chunk_size", "no_signatures",
+            "max_pairs", "threshold", "max_tokens", "spacy_model", "format")
+    return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
+            "ckpt_path": os.path.abspath(args.ckpt_path), **{k: getattr(args, k) for k in keys}}
+
+
+def _extract(args: argparse.Namespace) -> int:
     from tacred.data.spacy_pipeline import SpacyModelError
-    from tacred.errors import TacredError
-    from tacred.inference.api import load_model
+    from tacred.errors import TacredError, one_line
+    from tacred.extraction.documents import InputFormatError, read_documents
+    from tacred.extraction.output import OutputFolderError, ShardSink, StdoutSink
+    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+    from tacred.extraction.progress import Progress, count_documents
+    from tacred.extraction.ray_engine import RayEngineError
+    from tacred.extraction.runner import run_extraction
     from tacred.training.quiet import tacred_log_lines
 
+    settings = ExtractorSettings(
+        ckpt_path=args.ckpt_path, device=args.device, threshold=args.threshold, spacy_model=args.spacy_model,
+        batch_size=args.batch_size, max_tokens=args.max_tokens, max_pairs=args.max_pairs,
+        signatures=not args.no_signatures, num_threads=args.num_threads, max_chars=args.max_chars)
     with tacred_log_lines():
         try:
-            if args.num_threads:
-                import torch
+            sink = StdoutSink() if args.output is None else ShardSink(args.output, args.format, manifest(args))
+            # loaded here even with workers (then dropped): a bad checkpoint or spaCy model is an error up front
+            extractor = DocumentExtractor(settings)
+            done = sink.done_chunks()
+            total = count_documents(args.sources, args.input_format, args.lines) if sys.stderr.isatty() else None
+            progress = Progress(total, done=min(len(done) * args.chunk_size, total or 0))
+            documents = read_documents(args.sources, text_column=args.text_column, id_column=args.id_column,
+                                       fmt=args.input_format, lines=args.lines, max_chars=args.max_chars)
+            if args.engine == "ray":
+                from tacred.extraction.ray_engine import run_on_ray
 
-                torch.set_num_threads(args.num_threads)
-            predictor = load_model(args.ckpt_path, device=args.device, threshold=args.threshold,
-                                   spacy_model=args.spacy_model, batch_size=args.batch_size, max_tokens=args.max_tokens)
-            predictor.nlp  # noqa: B018 - a missing spaCy model is an error before any text is read
-        except (SpacyModelError, TacredError, FileNotFoundError) as err:
-            print(f"tacred extract: error: {err}", file=sys.stderr)
+                del extractor  # each actor loads its own
+                totals = run_on_ray(settings, documents, sink, args.chunk_size, progress, args.address, args.workers)
+            else:
+                workers = args.workers or 1
+                totals = run_extraction(settings, documents, sink, workers, args.chunk_size, progress,
+                                        extractor if workers == 1 else None)
+        except (SpacyModelError, TacredError, FileNotFoundError, InputFormatError, OutputFolderError,
+                RayEngineError) as err:
+            print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
             return 2
-        from tacred.inference.extract import extract_relations
-
-        found = extract_relations(predictor, [text for _, text in texts], args.max_pairs,
-                                  names=[f"{source}, line {n}" for n, _ in texts])
-    count = 0
-    for (n, _), relations in zip(texts, found, strict=True):
-        for relation in relations:
-            print(json.dumps({"id": f"line-{n}", **relation.to_dict()}, ensure_ascii=False))
-            count += 1
-    print(f"tacred extract: {count} relation(s) in {len(texts)} line(s) of {source}", file=sys.stderr)
+        except KeyboardInterrupt:
+            again = " (run the same command to go on where it stopped)" if args.output else ""
+            print(f"tacred extract: interrupted{again}", file=sys.stderr)
+            return 130
+    where = "standard output" if args.output is None else args.output
+    print(f"tacred extract: {totals.line()}; to {where}", file=sys.stderr)
     return 0
+

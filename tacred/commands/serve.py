@@ -1,4 +1,5 @@
-"""``tacred serve --ckpt_path X``: the model behind an HTTP endpoint (LitServe), ``POST /predict`` and ``GET /health``."""
+"""``tacred serve --ckpt_path X``: the model behind HTTP endpoints (LitServe): ``POST /predict``, ``POST /extract``,
+``GET /health``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 from tacred.commands.parsing import OneLineParser
 
-HELP = "Serve a trained model over HTTP (LitServe): POST /predict, GET /health."
+HELP = "Serve a trained model over HTTP (LitServe): POST /predict, POST /extract (raw text), GET /health."
 
 EPILOG = """example:
   tacred serve --ckpt_path runs/demo --port 8000 &
@@ -16,9 +17,12 @@ EPILOG = """example:
 
 A body is one input or a list of inputs: {"text": MARKED}, {"text", "subj": [s, e], "obj": [s, e]} (characters),
 {"token": [...], "h": {"pos": [s, e]}, "t": {"pos": [s, e]}} (OpenNRE, tokens), or a TACRED example. The answer is
-{"relation", "probability", "probabilities", "subject", "object", "id"} per input. Bad input, each with
-{"detail": message}: 413 (body over --max_body_bytes), 400 (not JSON), 422 (an input the model cannot read, over
---max_tokens, or a list over --max_batch_inputs). SIGTERM or Ctrl+C stops the server and every process it started."""
+{"relation", "probability", "probabilities", "subject", "object", "id"} per input. POST /extract takes raw text
+(a string or {"text", "id"}, or a list of them) and answers {"id", "sentences", "pairs", "mentions"} per text,
+as tacred extract finds them. Bad input, each with
+{"detail": message}: 413 (body over --max_body_bytes), 400 (not JSON), 422 (one input the model cannot read, over
+--max_tokens, or a list over --max_batch_inputs); in a list, a bad input gets its own entry {"index", "error"}.
+SIGTERM or Ctrl+C stops the server and every process it started."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", default=None,
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
     p.add_argument("--spacy_model", default=None, help="spaCy pipeline for raw text (default: the installed English one)")
+    p.add_argument("--no_signatures", action="store_true",
+                   help="/extract keeps pairs and relations that the model's relation signatures rule out")
     p.add_argument("--timeout", type=float, default=30, help="seconds a request may wait before HTTP 504")
     p.add_argument("--log_level", default="warning", choices=("debug", "info", "warning", "error"))
     return p
@@ -115,9 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     server = build_server(model, threshold=args.threshold, spacy_model=args.spacy_model, num_threads=args.num_threads,
                           max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout, workers=args.workers,
                           device=args.device, timeout=args.timeout, max_body_bytes=args.max_body_bytes,
-                          max_tokens=args.max_tokens, max_batch_inputs=args.max_batch_inputs)
+                          max_tokens=args.max_tokens, max_batch_inputs=args.max_batch_inputs,
+                          signatures=not args.no_signatures)
     server.on_ready = lambda: print(f"tacred serve: {model} on {args.device}, listening on "
-                                    f"http://{args.host}:{args.port}/predict (GET /health); stop with Ctrl+C or "
+                                    f"http://{args.host}:{args.port}/predict and /extract (GET /health); stop with Ctrl+C or "
                                     "SIGTERM", flush=True)
     from tacred.serving.lifecycle import run_until_stopped
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred import constants as C
+from tacred.data.signatures import Signatures
 from tacred.errors import ConfigError, read_text
 
 
@@ -58,6 +59,9 @@ class Vocabularies:
     no_relation: str = C.NO_RELATION
     # a transformer's tokenizer (tacred.data.markers.tokenizer_spec); None for the word-vocabulary networks
     tokenizer: dict[str, Any] | None = None
+    # the (subject type, object type) pairs of each relation in training (tacred.data.signatures); None in
+    # vocabularies written before tacred learned them
+    signatures: Signatures | None = None
 
     @property
     def no_relation_id(self) -> int:
@@ -72,6 +76,8 @@ class Vocabularies:
         }
         if self.tokenizer is not None:  # only then: the fingerprints of earlier vocabularies stay what they were
             data["tokenizer"] = self.tokenizer
+        if self.signatures is not None:
+            data["signatures"] = self.signatures.to_dict()
         return data
 
     @classmethod
@@ -81,6 +87,7 @@ class Vocabularies:
             labels=Vocab(list(data["labels"]), unk=None), lowercase=data["lowercase"],
             entity_masking=data["entity_masking"], use_lemmas=data.get("use_lemmas", False),
             no_relation=data["no_relation"], tokenizer=data.get("tokenizer"),
+            signatures=Signatures.from_dict(data["signatures"]) if data.get("signatures") is not None else None,
         )
 
     def save(self, path: str | Path) -> None:
@@ -112,9 +119,12 @@ class Vocabularies:
             raise ConfigError(f"vocabulary {path}: not a tacred vocabulary ({type(err).__name__}: {err})") from None
 
     def fingerprint(self) -> str:
+        """What ids an example gets: the signatures are left out (they change no id), so a run started before
+        tacred learned them resumes with vocabularies that hold them."""
         import hashlib
 
-        return hashlib.sha1(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+        data = {k: v for k, v in self.to_dict().items() if k != "signatures"}
+        return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _ordered(counts: Counter[str], min_count: int) -> list[str]:
@@ -160,4 +170,5 @@ def build_vocabularies(
     return Vocabularies(
         words=Vocab(word_list), pos=Vocab(pos_list), ner=Vocab(ner_list), labels=Vocab(label_list, unk=None),
         lowercase=lowercase, entity_masking=entity_masking, use_lemmas=use_lemmas, no_relation=no_relation,
+        signatures=Signatures.learn(train, no_relation),
     )

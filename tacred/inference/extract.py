@@ -5,21 +5,27 @@ Candidates depend on the model's labels. A TACRED-style model (every relation na
 subjects among the named entities of type PERSON (if it has ``per:`` relations) or ORGANIZATION (``org:``) and
 objects among the entities of the types it knows (from its ``OBJ-<TYPE>`` words, else its NER tags). Any other model
 (SemEval-style: relations between nominals) gets every ordered pair of nominals: named entities and the head nouns of
-noun phrases. Pairs stay within a sentence; at most ``max_pairs`` per text, the closest together first.
+noun phrases. A model whose labels carry their direction (``R(e1,e2)``/``R(e2,e1)``) gets each unordered pair once,
+asked in both orders (:mod:`tacred.inference.directions`); KBP37-style ones (``per:``/``org:`` with directions) pair
+named entities only. Relation signatures (:mod:`tacred.inference.signature_filter`) drop pairs and relations that
+the arguments' types rule out. Pairs stay within a sentence; at most ``max_pairs`` per text, the closest first.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from tacred.data.spacy_pipeline import NOMINAL, map_ner, map_pos
+from tacred.evaluation.decision import decide
+from tacred.inference.directions import DirectedLabels, is_directed
 from tacred.inference.inputs import InputError
+from tacred.inference.signature_filter import SignatureFilter
 
 if TYPE_CHECKING:
-    from spacy.tokens import Span
+    from spacy.tokens import Doc, Span
 
     from tacred.inference.predictor import Predictor
 
@@ -40,12 +46,16 @@ class Mention:
 
 @dataclass(frozen=True)
 class Relation:
-    """A relation found in plain text between a subject and an object mention."""
+    """A relation found in plain text between a subject and an object mention, in sentence ``sentence`` (counted
+    from 0) of its text. ``evidence``: for directed labels, the label and probability read in each order of the pair
+    and how they were combined (None for a model asked in one order)."""
 
     relation: str
     probability: float
     subject: Mention
     object: Mention
+    sentence: int = 0
+    evidence: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,20 +63,27 @@ class Relation:
 
 @dataclass(frozen=True)
 class PairRule:
-    """Which mentions may be subjects and objects (None: nominal pairs, any mention either way)."""
+    """Which mentions may be subjects and objects (None: any mention either way); ``nominals``: head nouns of noun
+    phrases are mentions too; ``both_orders``: each unordered pair is asked in both orders (directed labels)."""
 
     subject_types: frozenset[str] | None
     object_types: frozenset[str] | None
+    nominals: bool = False
+    both_orders: bool = False
 
 
 def pair_rule(labels: Sequence[str], no_relation: str, known_types: set[str] | None) -> PairRule:
-    """TACRED-style typed pairs when every relation is ``per:``/``org:``; nominal pairs otherwise."""
+    """TACRED-style typed pairs when every relation is ``per:``/``org:``; nominal pairs otherwise; unordered pairs
+    asked both ways when the labels carry their direction."""
     relations = [label for label in labels if label != no_relation]
     prefixes = {label[:4] for label in relations}
-    if relations and prefixes <= set(SUBJECT_TYPES):
+    typed = bool(relations) and prefixes <= set(SUBJECT_TYPES)
+    if is_directed(relations):
+        return PairRule(None, None, nominals=not typed, both_orders=True)
+    if typed:
         objects = frozenset(known_types) if known_types else None
         return PairRule(frozenset(SUBJECT_TYPES[p] for p in prefixes), objects)
-    return PairRule(None, None)
+    return PairRule(None, None, nominals=True)
 
 
 @dataclass(frozen=True)
@@ -94,57 +111,118 @@ def _mentions(sent: Span, kept: dict[int, int], nominals: bool) -> list[_Candida
     return sorted(out, key=lambda c: c.first)
 
 
-def _pairs(mentions: list[_Candidate], rule: PairRule) -> list[tuple[_Candidate, _Candidate]]:
+def _pairs(mentions: list[_Candidate], rule: PairRule, types: SignatureFilter) -> list[tuple[_Candidate, _Candidate]]:
+    """Ordered (subject, object) pairs; with ``both_orders``, each unordered pair once, the first in the text first."""
     pairs = []
-    for s in mentions:
+    for i, s in enumerate(mentions):
         if rule.subject_types is not None and s.mention.type not in rule.subject_types:
             continue
-        for o in mentions:
-            if o is s or not (o.last < s.first or s.last < o.first):
+        for j, o in enumerate(mentions):
+            if o is s or not (o.last < s.first or s.last < o.first) or (rule.both_orders and j < i):
                 continue
             if rule.subject_types is not None and rule.object_types is not None and o.mention.type not in rule.object_types:
                 continue
-            pairs.append((s, o))
+            if types.pair_possible(s.mention.type, o.mention.type, rule.both_orders):
+                pairs.append((s, o))
     return pairs
 
 
-def extract_relations(predictor: Predictor, texts: list[str], max_pairs: int = 100,
-                      names: Sequence[str] | None = None) -> list[list[Relation]]:
-    """For each text, the relations found in it (see the module docstring), in the order of their subjects.
-    ``names``: how warnings name each text (default ``text N``, counted from 0)."""
+@dataclass
+class TextRelations:
+    """What one text gave: its relations, its sentences' character spans and how many candidate pairs were asked."""
+
+    relations: list[Relation]
+    sentences: list[tuple[int, int]]
+    pairs: int = 0
+
+
+def _sentence_features(tokens: list[Any]) -> dict[str, list[str]]:
+    """A sentence's words, POS and NER tags, computed once for all its pairs."""
+    return {"token": [t.text for t in tokens], "stanford_pos": [map_pos(t.tag_) for t in tokens],
+            "stanford_ner": [map_ner(t.ent_type_) for t in tokens]}
+
+
+def _example(features: dict[str, list[str]], s: _Candidate, o: _Candidate, no_relation: str) -> dict[str, Any]:
+    return {**features, "relation": no_relation, "subj_start": s.first, "subj_end": s.last, "obj_start": o.first,
+            "obj_end": o.last, "subj_type": s.mention.type, "obj_type": o.mention.type}
+
+
+def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence[str], max_pairs: int = 100,
+                      signatures: bool = True) -> list[TextRelations]:
+    """For each spaCy doc, the relations found in it (see the module docstring), ordered by sentence, subject and
+    object; ``names``: how warnings name each text. ``signatures``: filter by the model's relation signatures."""
     if max_pairs < 1:
         raise InputError(f"max_pairs must be at least 1, got {max_pairs}")
-    rule = pair_rule(predictor.labels, predictor.encoder.no_relation, getattr(predictor.encoder, "object_types", None))
+    no_relation = predictor.encoder.no_relation
+    labels = predictor.labels
+    rule = pair_rule(labels, no_relation, getattr(predictor.encoder, "object_types", None))
+    vocab = getattr(predictor.encoder, "vocab", None)
+    types = SignatureFilter(getattr(vocab, "signatures", None), labels, no_relation, signatures)
+    results: list[TextRelations] = []
     examples: list[dict[str, Any]] = []
-    owners: list[tuple[int, Mention, Mention]] = []
-    names = names or [f"text {n}" for n in range(len(texts))]
-    for n, doc in enumerate(predictor.nlp.pipe(texts)):
-        found = []
-        for sent in doc.sents:
+    owners: list[tuple[int, int, Mention, Mention]] = []
+    for n, doc in enumerate(docs):
+        found, sentences = [], []
+        for k, sent in enumerate(doc.sents):
+            sentences.append((sent.start_char, sent.end_char))
             kept_tokens = [t for t in sent if not t.is_space and t.text.strip()]
             if predictor.max_tokens is not None and len(kept_tokens) > predictor.max_tokens:
                 log.warning("%s: a sentence of %d tokens is skipped (more than the limit of %d)", names[n],
                             len(kept_tokens), predictor.max_tokens)
                 continue
-            kept = {t.i: k for k, t in enumerate(kept_tokens)}
-            for s, o in _pairs(_mentions(sent, kept, rule.subject_types is None), rule):
-                found.append((abs(s.first - o.first), kept_tokens, s, o))
+            kept = {t.i: i for i, t in enumerate(kept_tokens)}
+            pairs = _pairs(_mentions(sent, kept, rule.nominals), rule, types)
+            features = _sentence_features(kept_tokens) if pairs else {}
+            found.extend((abs(s.first - o.first), k, features, s, o) for s, o in pairs)
         if len(found) > max_pairs:
             log.warning("%s: %d candidate pairs; the %d closest together are predicted (max_pairs)", names[n],
                         len(found), max_pairs)
             found = sorted(found, key=lambda f: f[0])[:max_pairs]
-        for _, tokens, s, o in found:
-            examples.append({
-                "id": f"{n}", "token": [t.text for t in tokens], "stanford_pos": [map_pos(t.tag_) for t in tokens],
-                "stanford_ner": [map_ner(t.ent_type_) for t in tokens], "relation": predictor.encoder.no_relation,
-                "subj_start": s.first, "subj_end": s.last, "obj_start": o.first, "obj_end": o.last,
-                "subj_type": s.mention.type, "obj_type": o.mention.type,
-            })
-            owners.append((n, s.mention, o.mention))
-    results: list[list[Relation]] = [[] for _ in texts]
-    for (n, subj, obj), pred in zip(owners, predictor.predict_examples(examples), strict=True):
-        if pred.relation != predictor.encoder.no_relation:
-            results[n].append(Relation(pred.relation, pred.probability, subj, obj))
-    for found_relations in results:
-        found_relations.sort(key=lambda r: (r.subject.start, r.object.start))
+        for _, k, features, s, o in found:
+            examples.append(_example(features, s, o, no_relation))
+            if rule.both_orders:
+                examples.append(_example(features, o, s, no_relation))
+            owners.append((n, k, s.mention, o.mention))
+        results.append(TextRelations([], sentences, len(found)))
+    if not owners:
+        return results
+    probs = predictor.probabilities(examples)  # (N, L), or (2N, L) in pairs of orders
+    if rule.both_orders:
+        directed = DirectedLabels.from_labels(labels)
+        forward, backward = probs[0::2], probs[1::2]
+        probs = directed.combine(forward, backward)
+    decided = decide(probs, labels.index(no_relation), predictor.threshold).tolist()
+    for row, ((n, k, a, b), best) in enumerate(zip(owners, decided, strict=True)):
+        label = labels[best]
+        if label == no_relation:
+            continue
+        relation, evidence = label, None
+        subject, obj = a, b
+        if rule.both_orders:
+            relation, first_is_subject = directed.fact(label)
+            subject, obj = (a, b) if first_is_subject else (b, a)
+            mirrored = int(directed.mirror_index[best])
+            evidence = {"combined": "mean", "orders": [
+                {"subject": a.text, "object": b.text, "label": label, "probability": float(forward[row, best])},
+                {"subject": b.text, "object": a.text, "label": labels[mirrored] if mirrored >= 0 else None,
+                 "probability": float(backward[row, mirrored]) if mirrored >= 0 else 0.0}]}
+            if not types.fact_fits(relation, subject.type, obj.type):
+                continue
+        elif not types.takes(label, subject.type, obj.type):
+            continue
+        results[n].relations.append(Relation(relation, float(probs[row, best]), subject, obj, k, evidence))
+    for text in results:
+        text.relations.sort(key=lambda r: (r.sentence, r.subject.start, r.object.start))
     return results
+
+
+def extract_relations(predictor: Predictor, texts: list[str], max_pairs: int = 100,
+                      names: Sequence[str] | None = None, signatures: bool = True) -> list[list[Relation]]:
+    """For each text, the relations found in it (see the module docstring), by sentence and subject.
+    ``names``: how warnings name each text (default ``text N``, counted from 0)."""
+    if max_pairs < 1:
+        raise InputError(f"max_pairs must be at least 1, got {max_pairs}")
+    names = names or [f"text {n}" for n in range(len(texts))]
+    found = relations_in_docs(predictor, predictor.nlp.pipe(texts), names, max_pairs, signatures)
+    return [text.relations for text in found]
+

@@ -85,7 +85,17 @@ class InputReader:
 
     def read(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
+        return self._read_all(items, collect=False)  # type: ignore[return-value] # nothing collected: all dicts
+
+    def read_each(self, items: Sequence[Any]) -> list[dict[str, Any] | InputError]:
+        """For each input, in order, its TACRED dict or the :class:`InputError` that names it: a bad input spoils
+        no other (a server's answer to a list has an entry per input)."""
+        return self._read_all(items, collect=True)
+
+    def _read_all(self, items: Sequence[Any], collect: bool) -> list[dict[str, Any] | InputError]:
         self._examples: list[dict[str, Any] | None] = [None] * len(items)
+        self._errors: dict[int, InputError] = {}
+        self._collect = collect
         self._texts: list[tuple[int, Any, str | None]] = []  # (slot, Marked, id)
         self._words: list[tuple[int, list[str], tuple[int, int], tuple[int, int], tuple[str | None, str | None],
                                 str | None]] = []
@@ -93,9 +103,17 @@ class InputReader:
             try:
                 self._read(item, i)
             except InputError as err:
-                raise InputError(f"{self._where(i, len(items))}: {err}", i, str(err)) from err
+                self._fail(i, len(items), err)
         self._annotate(len(items))
-        return [ex for ex in self._examples if ex is not None]
+        return [self._errors[i] if i in self._errors else ex for i, ex in enumerate(self._examples)
+                if ex is not None or i in self._errors]
+
+    def _fail(self, slot: int, count: int, err: Exception) -> None:
+        """The error of input ``slot``, named by its position: kept (``read_each``) or raised (``read``)."""
+        named = InputError(f"{self._where(slot, count)}: {err}", slot, str(err))
+        if not self._collect:
+            raise named from err
+        self._errors[slot] = named
 
     @staticmethod
     def _where(slot: int, count: int) -> str:
@@ -181,15 +199,19 @@ class InputReader:
 
         if self._texts:
             nlp = self.nlp()
-            tokenized = []
-            for slot, marked, _ in self._texts:
+            kept, tokenized = [], []
+            for entry in self._texts:
+                slot, marked, _ = entry
                 try:
-                    tokenized.append(tokenize_with_spans(nlp, marked.text, [marked.subj, marked.obj]))
-                    self._check_length(len(tokenized[-1].words))
+                    tokens = tokenize_with_spans(nlp, marked.text, [marked.subj, marked.obj])
+                    self._check_length(len(tokens.words))
                 except (SpanError, InputError) as err:
-                    raise InputError(f"{self._where(slot, count)}: {err}", slot, str(err)) from err
+                    self._fail(slot, count, err)
+                    continue
+                kept.append(entry)
+                tokenized.append(tokens)
             annotations = annotate_words((t.words for t in tokenized), nlp, (t.spaces for t in tokenized))
-            for (slot, marked, ex_id), tok, ann in zip(self._texts, tokenized, annotations, strict=True):
+            for (slot, marked, ex_id), tok, ann in zip(kept, tokenized, annotations, strict=True):
                 self._examples[slot] = tacred_example(ex_id or f"#{slot}", ann, tok.spans[0], tok.spans[1],
                                                       self.no_relation, marked.subj_type, marked.obj_type)
         if self._words:

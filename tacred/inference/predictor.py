@@ -9,7 +9,8 @@ batch of the encoder's arrays. :mod:`tacred.inference.torch_backend` runs a chec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
     from spacy.language import Language
 
     from tacred.inference.extract import Relation
+
+
+EXTRACT_BATCH = 32  # texts that :meth:`Predictor.extract` reads from an iterable before predicting them
+
+
+def _check_texts(texts: Sequence[Any], first: int) -> None:
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InputError(f"extract: text {first + i} is a {type(text).__name__}, not a string")
 
 
 class Backend(Protocol):
@@ -87,17 +97,34 @@ class Predictor:
             raise InputError("infer takes one input; use predict for a list")
         return pred.relation, pred.probability
 
-    def extract(self, text: str | Sequence[str], max_pairs: int = 100) -> list[Relation] | list[list[Relation]]:
+    def extract(self, text: str | Iterable[str], max_pairs: int = 100,
+                signatures: bool = True) -> list[Relation] | list[list[Relation]] | Iterator[list[Relation]]:
         """Relations in plain text: spaCy finds the entities (and nominals), every candidate subject/object pair is
         predicted, and the pairs decided as a relation come back with character offsets
-        (:mod:`tacred.inference.extract`). One text gives a list; a list of texts, a list per text."""
+        (:mod:`tacred.inference.extract`). One text gives a list; a list (or tuple) of texts, a list per text; any
+        other iterable (a generator, an open file), a generator of one list per text, read lazily.
+        ``signatures``: drop pairs and relations that the model's relation signatures rule out."""
         from tacred.inference.extract import extract_relations
 
         if isinstance(text, str):
-            return extract_relations(self, [text], max_pairs)[0]
-        if not isinstance(text, Sequence) or not all(isinstance(t, str) for t in text):
-            raise InputError(f"extract takes a string or a list of strings, found {type(text).__name__}")
-        return extract_relations(self, list(text), max_pairs)
+            return extract_relations(self, [text], max_pairs, signatures=signatures)[0]
+        if isinstance(text, Sequence):
+            texts = list(text)
+            _check_texts(texts, 0)
+            return extract_relations(self, texts, max_pairs, signatures=signatures)
+        if not isinstance(text, Iterable):
+            raise InputError(f"extract takes a string or an iterable of strings, found {type(text).__name__}")
+        return self._extract_lazily(iter(text), max_pairs, signatures)
+
+    def _extract_lazily(self, texts: Iterator[str], max_pairs: int, signatures: bool) -> Iterator[list[Relation]]:
+        from tacred.inference.extract import extract_relations
+
+        done = 0
+        while batch := list(islice(texts, EXTRACT_BATCH)):
+            _check_texts(batch, done)
+            yield from extract_relations(self, batch, max_pairs, [f"text {done + i}" for i in range(len(batch))],
+                                         signatures)
+            done += len(batch)
 
     def probabilities(self, examples: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Label probabilities (N, L) for TACRED dicts, in input order."""
@@ -117,3 +144,8 @@ class Predictor:
     def to_examples(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
         return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read(items)
+
+    def to_examples_each(self, items: Sequence[Any]) -> list[dict[str, Any] | InputError]:
+        """For each input, its validated TACRED dict or the :class:`InputError` naming it (a bad input spoils no
+        other)."""
+        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read_each(items)

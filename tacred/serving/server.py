@@ -1,54 +1,47 @@
-"""An HTTP prediction server on LitServe: ``POST /predict`` with the inputs of :mod:`tacred.inference.api`, dynamic batching.
+"""An HTTP server on LitServe: ``POST /predict`` with the inputs of :mod:`tacred.inference.api`, ``POST /extract`` with
+raw text, dynamic batching.
 
-A request body is one input (``{"text": "<subj>…</subj> … <obj>…</obj>"}``, an OpenNRE dict, a TACRED dict) or a
-list of them; the answer is one prediction object or a list. Requests are batched across clients (LitServe's
-``max_batch_size``/``batch_timeout``). Every bad request gets a JSON ``{"detail": ...}`` and never disturbs the other
-requests of its batch: 413 for a body over ``max_body_bytes``, 400 for a body that is not JSON, 422 for an input the
-model cannot read, one over ``max_tokens`` tokens or a list over ``max_batch_inputs`` inputs.
+A request body is one input or a list of them; the answer is one object or a list with an entry per input.
+``/predict`` takes a marked sentence (``{"text": "<subj>…</subj> … <obj>…</obj>"}``), an OpenNRE dict or a TACRED
+dict and answers a prediction; ``/extract`` takes a text (a string, or ``{"text": ..., "id": ...}``) and answers
+the relations found in it (:mod:`tacred.inference.extract`). Requests are batched across clients (LitServe's
+``max_batch_size``/``batch_timeout``). A bad request gets a JSON ``{"detail": ...}`` and never disturbs the other
+requests of its batch: 413 for a body over ``max_body_bytes``, 400 for a body that is not JSON, 422 for one input the
+model cannot read (over ``max_tokens`` tokens, say) or a list over ``max_batch_inputs`` inputs. In a list, a bad input
+gets its own entry ``{"index": i, "error": ...}`` and the others their answers (status 200).
 """
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 import litserve as ls
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from tacred.serving.loop import QuietBatchedLoop
+from tacred.serving.validation import (
+    MAX_BATCH_INPUTS,
+    MAX_BODY_BYTES,
+    MAX_TOKENS,
+    Bad,
+    Decoded,
+    JsonBodyCheck,
+    Rejected,
+    request_items,
+)
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 2**20  # 1 MiB: 64 inputs of 512 tokens in JSON take ~0.3 MB
-MAX_TOKENS = 512  # TACRED's longest sentence has 96 tokens, SemEval's 97 (spaCy tokens): room for 5x that
-MAX_BATCH_INPUTS = 64
 
-
-class _Rejected:
-    """A request that failed validation: carried through the batch untouched, answered with ``status``."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        self.status = status
-        self.detail = detail
-
-
-class _Decoded:
-    """A valid request: its TACRED dicts, whether it was one input (not a list), and later its predictions."""
-
-    def __init__(self, examples: list[dict[str, Any]], single: bool) -> None:
-        self.examples = examples
-        self.single = single
-        self.predictions: list[dict[str, Any]] = []
-
-
-class RelationAPI(ls.LitAPI):
-    """LitServe's API object: one :class:`tacred.inference.api.Predictor` per worker process."""
+class ModelAPI(ls.LitAPI):
+    """One :class:`tacred.inference.api.Predictor` per worker process, requests batched as they come."""
 
     def __init__(self, ckpt_path: str, threshold: float | str | None = None, spacy_model: str | None = None,
                  num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
-                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS) -> None:
-        super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout, loop=QuietBatchedLoop())
+                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS, api_path: str = "/predict",
+                 ) -> None:
+        super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout, loop=QuietBatchedLoop(),
+                         api_path=api_path)
         self.ckpt_path = ckpt_path
         self.threshold = threshold
         self.spacy_model = spacy_model
@@ -71,98 +64,107 @@ class RelationAPI(ls.LitAPI):
         except SpacyModelError as err:
             log.warning("raw text cannot be served: %s (TACRED dicts still can)", err)
 
-    # annotated as Request (a real class, not a string: LitServe reads the signature) for a parsed JSON body
-    def decode_request(self, request: Request) -> "_Decoded | _Rejected":
-        from tacred.data.spacy_pipeline import SpacyModelError
-        from tacred.inference.api import InputError
-
-        single = not isinstance(request, list)
-        items = [request] if single else request
-        if not items:
-            return _Rejected(422, "the request holds an empty list")
-        if len(items) > self.max_batch_inputs:
-            return _Rejected(422, f"the request holds {len(items)} inputs, more than the limit of "
-                                  f"{self.max_batch_inputs} per request (--max_batch_inputs)")
-        try:
-            return _Decoded(self.predictor.to_examples(items), single)
-        except InputError as err:
-            return _Rejected(422, str(err))
-        except SpacyModelError as err:
-            return _Rejected(503, f"this server cannot annotate raw text: {err}; send TACRED dicts")
-
     def batch(self, inputs: list[Any]) -> list[Any]:
         return inputs
-
-    def predict(self, x: "list[_Decoded | _Rejected]") -> "list[_Decoded | _Rejected]":
-        """One forward pass over every example of every valid request in the batch."""
-        examples = [ex for request in x if isinstance(request, _Decoded) for ex in request.examples]
-        predictions = iter(self.predictor.predict_examples(examples))
-        for request in x:
-            if isinstance(request, _Decoded):
-                request.predictions = [next(predictions).to_dict() for _ in request.examples]
-        return x
 
     def unbatch(self, output: list[Any]) -> list[Any]:
         return output
 
-    def encode_response(self, output: "_Decoded | _Rejected") -> Any:
-        if isinstance(output, _Rejected):
-            return JSONResponse({"detail": output.detail}, status_code=output.status)
-        return output.predictions[0] if output.single else output.predictions
+    def encode_response(self, output: "Decoded | Rejected") -> Any:
+        return output.response()
 
 
-class JsonBodyCheck:
-    """ASGI middleware for ``POST /predict``: a body over ``max_body_bytes`` gets 413 (judged by its Content-Length
-    before it is read, else while it is read) and one that is not JSON 400, each with a JSON ``detail``; LitServe
-    would answer both with a plain-text 500."""
+class RelationAPI(ModelAPI):
+    """``POST /predict``: marked sentences, OpenNRE or TACRED dicts → predictions."""
 
-    def __init__(self, app: Any, path: str = "/predict", max_body_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.path = path
-        self.max_body_bytes = max_body_bytes
+    # annotated as Request (a real class, not a string: LitServe reads the signature) for a parsed JSON body
+    def decode_request(self, request: Request) -> "Decoded | Rejected":
+        from tacred.data.spacy_pipeline import SpacyModelError
+        from tacred.inference.api import InputError
 
-    async def _reject(self, scope: dict, receive: Any, send: Any, status: int, detail: str) -> None:
-        await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
-            await self.app(scope, receive, send)
-            return
-        too_big = f"the request body is larger than the limit of {self.max_body_bytes} bytes (--max_body_bytes)"
-        declared = dict(scope["headers"]).get(b"content-length", b"").decode("latin-1")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._reject(scope, receive, send, 413, too_big)
-            return
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_body_bytes:
-                await self._reject(scope, receive, send, 413, too_big)
-                return
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        found = request_items(request, self.max_batch_inputs)
+        if isinstance(found, Rejected):
+            return found
+        items, single = found
         try:
-            json.loads(body)
-        except (ValueError, RecursionError) as err:
-            await self._reject(scope, receive, send, 400, f"the request body is not JSON: {err}")
-            return
-        # the body is JSON whatever the client said (curl -d sends a form type): LitServe then parses it as JSON
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"]
-        scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
-        replayed = False
+            read = self.predictor.to_examples_each(items)
+        except SpacyModelError as err:
+            return Rejected(503, f"this server cannot annotate raw text: {err}; send TACRED dicts")
+        return Decoded([Bad(str(r)) if isinstance(r, InputError) else r for r in read], single)
 
-        async def replay() -> dict:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+    def predict(self, x: "list[Decoded | Rejected]") -> "list[Decoded | Rejected]":
+        """One forward pass over every example of every valid request in the batch."""
+        examples = [ex for request in x if isinstance(request, Decoded) for ex in request.work()]
+        predictions = iter(p.to_dict() for p in self.predictor.predict_examples(examples))
+        for request in x:
+            if isinstance(request, Decoded):
+                request.answer(predictions)
+        return x
 
-        await self.app(scope, replay, send)
+
+class ExtractAPI(ModelAPI):
+    """``POST /extract``: raw texts (a string, or ``{"text": ..., "id": ...}``) → what ``tacred extract`` finds in
+    each as a document (:class:`tacred.extraction.DocumentExtractor`): its mentions, sentences and candidate pairs."""
+
+    signatures = True  # filter by the model's relation signatures, as tacred extract does by default
+
+    def setup(self, device: str) -> None:
+        from tacred.data.spacy_pipeline import SpacyModelError
+        from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+
+        settings = ExtractorSettings(str(self.ckpt_path), device=device, threshold=self.threshold,
+                                     spacy_model=self.spacy_model, max_tokens=self.max_tokens,
+                                     num_threads=self.num_threads, signatures=self.signatures)
+        self.extractor: DocumentExtractor | None = None
+        try:
+            self.extractor = DocumentExtractor(settings)
+        except SpacyModelError as err:
+            self.unavailable = f"this server cannot annotate raw text: {err}"
+            log.warning("/extract cannot be served: %s", err)
+
+    def decode_request(self, request: Request) -> "Decoded | Rejected":
+        if self.extractor is None:
+            return Rejected(503, self.unavailable)
+        found = request_items(request, self.max_batch_inputs)
+        if isinstance(found, Rejected):
+            return found
+        items, single = found
+        max_chars = self.extractor.settings.max_chars
+        return Decoded([_document(item, i, "input" if single else f"input {i}", max_chars)
+                        for i, item in enumerate(items)], single)
+
+    def predict(self, x: "list[Decoded | Rejected]") -> "list[Decoded | Rejected]":
+        """spaCy and the model over every document of every valid request in the batch."""
+        assert self.extractor is not None, "decode_request rejects every request without an extractor"
+        work = [(where, doc) for request in x if isinstance(request, Decoded) for where, doc in request.work()]
+        results = self.extractor.process_many([doc for _, doc in work]) if work else []
+        answers = iter(Bad(f"{where}: {r.error}") if r.error is not None else
+                       {"id": r.doc_id, "sentences": r.sentences, "pairs": r.pairs, "mentions": r.mentions}
+                       for (where, _), r in zip(work, results, strict=True))
+        for request in x:
+            if isinstance(request, Decoded):
+                request.answer(answers)
+        return x
+
+
+def _document(item: Any, index: int, where: str, max_chars: int) -> "tuple[str, Any] | Bad":
+    """One input of ``/extract`` as ``(where, Document)`` (the id defaults to ``#index``), or what is wrong with it:
+    the checks of ``tacred extract`` (binary data, more than ``max_chars`` characters) included."""
+    from tacred.extraction.documents import BadDocument, checked_text
+
+    if isinstance(item, str):
+        item = {"text": item}
+    if not isinstance(item, dict):
+        return Bad(f"{where}: expected a string or an object with 'text', found {type(item).__name__}")
+    if set(item) - {"text", "id"} or "text" not in item:
+        return Bad(f"{where}: expected an object with 'text' (and an optional 'id'), found the keys {sorted(item)}")
+    if not isinstance(item["text"], str):
+        return Bad(f"{where}: 'text' must be a string, found {type(item['text']).__name__}")
+    ident = item.get("id", f"#{index}")
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return Bad(f"{where}: 'id' must be a string or an integer, found {ident!r}")
+    doc = checked_text(item["text"].encode("utf-8", "surrogatepass"), str(ident), "request", max_chars)
+    return Bad(f"{where}: {doc.reason}") if isinstance(doc, BadDocument) else (where, doc)
 
 
 class TacredServer(ls.LitServer):
@@ -179,14 +181,17 @@ class TacredServer(ls.LitServer):
 def build_server(ckpt_path: str, *, threshold: float | str | None = None, spacy_model: str | None = None,
                  num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
                  workers: int = 1, device: str = "auto", timeout: float = 30, max_body_bytes: int = MAX_BODY_BYTES,
-                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS) -> TacredServer:
+                 max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS,
+                 signatures: bool = True) -> TacredServer:
     """The LitServer for a checkpoint (``server.run(host=..., port=...)`` starts it); ``device``: already resolved
     (``cpu``, ``cuda``, ``cuda:N``; :func:`tacred.devices.torch_device`)."""
-    api = RelationAPI(ckpt_path, threshold=threshold, spacy_model=spacy_model, num_threads=num_threads,
-                      max_batch_size=max_batch_size, batch_timeout=batch_timeout, max_tokens=max_tokens,
-                      max_batch_inputs=max_batch_inputs)
+    options = dict(threshold=threshold, spacy_model=spacy_model, num_threads=num_threads, max_batch_size=max_batch_size,
+                   batch_timeout=batch_timeout, max_tokens=max_tokens, max_batch_inputs=max_batch_inputs)
+    extract = ExtractAPI(ckpt_path, **options, api_path="/extract")
+    extract.signatures = signatures
+    apis = [RelationAPI(ckpt_path, **options), extract]
     accelerator, _, index = device.partition(":")
-    return TacredServer(api, accelerator=accelerator, devices=[int(index)] if index else "auto",
+    return TacredServer(apis, accelerator=accelerator, devices=[int(index)] if index else "auto",
                         workers_per_device=workers, timeout=timeout,
                         middlewares=[(JsonBodyCheck, {"max_body_bytes": max_body_bytes})],
                         model_metadata={"checkpoint": str(ckpt_path)})

@@ -1,14 +1,11 @@
 """Relations from plain text: candidate pairs from spaCy's entities (TACRED models) or nominals (other models), their
-character offsets, the cap on pairs, and ``tacred extract`` on sentences written here."""
+character offsets, the cap on pairs, directed labels resolved into one fact per pair, relation signatures, and
+``extract`` on any iterable."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-
-from tests.conftest import run_in_process
 
 TEXT = "Maria Lopez, the chief executive of Acme Holdings, said on Monday. John Smith was born in Chicago."
 
@@ -23,7 +20,7 @@ def model(checkpoint):
 def test_every_typed_pair_is_a_candidate_with_its_offsets(model, nlp):
     model.threshold = -50.0  # every candidate decided as a relation: the pairs themselves are under test
     try:
-        found = model.extract(TEXT)
+        found = model.extract(TEXT, signatures=False)
     finally:
         model.threshold = None
     pairs = {(r.subject.text, r.object.text) for r in found}
@@ -46,54 +43,141 @@ def test_no_relation_decided_means_nothing_returned_and_lists_give_lists(model, 
 
 
 class FixedBackend:
-    """A backend that gives every pair the same probabilities (the network is not what these tests are about)."""
+    """A backend that gives every pair the same probabilities (the network is not what these tests are about);
+    ``reversed_probs``: what it gives instead when the subject comes after the object in the sentence."""
 
     device = "cpu"
 
-    def __init__(self, probs: list[float]) -> None:
+    def __init__(self, probs: list[float], reversed_probs: list[float] | None = None) -> None:
         self.probs = np.asarray(probs, dtype=np.float32)
+        self.reversed = self.probs if reversed_probs is None else np.asarray(reversed_probs, dtype=np.float32)
 
     def probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
-        return np.tile(self.probs, (len(arrays["words"]), 1))
+        subject_first = (arrays["subj_positions"] == 0).argmax(1) < (arrays["obj_positions"] == 0).argmax(1)  # (B,)
+        return np.where(subject_first[:, None], self.probs, self.reversed)  # (B, L)
 
 
-def semeval_predictor(probs: list[float]):
+def word_predictor(labels: list[str], no_relation: str, backend: FixedBackend, signatures=None):
     from tacred.data.vocab import Vocab, Vocabularies
     from tacred.inference.encoding import WordEncoder
     from tacred.inference.predictor import Predictor
 
     vocab = Vocabularies(Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>", "O"]),
-                         Vocab(["Other", "Cause-Effect(e1,e2)"], unk=None), entity_masking=False, no_relation="Other")
-    return Predictor(WordEncoder(vocab), FixedBackend(probs))
+                         Vocab(labels, unk=None), entity_masking=False, no_relation=no_relation,
+                         signatures=signatures)
+    return Predictor(WordEncoder(vocab), backend)
 
 
-def test_a_semeval_model_pairs_every_ordered_pair_of_nominals_capped(nlp, caplog):
+SEMEVAL = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)"]
+
+
+def test_directed_labels_give_one_fact_per_pair_in_the_relations_own_order(nlp, caplog):
     from tacred.inference.extract import pair_rule
 
-    assert pair_rule(["Other", "Cause-Effect(e1,e2)"], "Other", None).subject_types is None
+    assert pair_rule(SEMEVAL, "Other", None) == pair_rule(SEMEVAL, "Other", None).__class__(
+        None, None, nominals=True, both_orders=True)
     text = "The fire in the kitchen caused smoke and damage."
-    found = semeval_predictor([0.1, 0.9]).extract(text)
+    # asked (first, second): "the second causes the first" at 0.8; asked (second, first): "the subject (second)
+    # causes the object (first)" at 0.6; both say Cause-Effect(second, first)
+    model = word_predictor(SEMEVAL, "Other", FixedBackend([0.1, 0.1, 0.8], [0.3, 0.6, 0.1]))
+    found = model.extract(text)
     words = {r.subject.text for r in found} | {r.object.text for r in found}
     assert {"fire", "kitchen", "smoke", "damage"} <= words
     n = len(words)
-    assert len(found) == n * (n - 1)  # every ordered pair
-    assert all(r.relation == "Cause-Effect(e1,e2)" and text[r.subject.start:r.subject.end] == r.subject.text
-               for r in found)
-    capped = semeval_predictor([0.1, 0.9]).extract(text, max_pairs=3)
+    assert len(found) == n * (n - 1) // 2  # each unordered pair once: no fact twice
+    for r in found:
+        assert r.relation == "Cause-Effect" and r.subject.start > r.object.start  # the cause comes second here
+        assert r.probability == pytest.approx((0.8 + 0.6) / 2)  # the mean of both orders
+        assert r.evidence == {"combined": "mean", "orders": [
+            {"subject": r.object.text, "object": r.subject.text, "label": "Cause-Effect(e2,e1)",
+             "probability": pytest.approx(0.8)},
+            {"subject": r.subject.text, "object": r.object.text, "label": "Cause-Effect(e1,e2)",
+             "probability": pytest.approx(0.6)}]}
+        assert text[r.subject.start:r.subject.end] == r.subject.text
+    capped = model.extract(text, max_pairs=3)
     assert len(capped) == 3 and "the 3 closest together are predicted" in caplog.text
-    assert semeval_predictor([0.9, 0.1]).extract(text) == []  # "Other" decided for every pair
+    # the orders disagree: the mean decides (0.5 + 0.45 for the first order's reading against 0.3 + 0.1)
+    split = word_predictor(SEMEVAL, "Other", FixedBackend([0.2, 0.5, 0.3], [0.45, 0.1, 0.45])).extract(text)
+    assert {r.subject.start < r.object.start for r in split} == {True}
+    assert all(r.probability == pytest.approx((0.5 + 0.45) / 2) for r in split)
+    assert word_predictor(SEMEVAL, "Other", FixedBackend([0.9, 0.05, 0.05])).extract(text) == []
 
 
-def test_tacred_extract_prints_json_lines(checkpoint, tmp_path, nlp):
-    text_file = tmp_path / "texts.txt"
-    text_file.write_text(f"{TEXT}\n\nNothing to see.\n", encoding="utf-8")
-    ran = run_in_process("extract", str(text_file), "--ckpt_path", str(checkpoint), "--threshold", "-50",
-                         "--max_pairs", "2")
-    lines = [json.loads(line) for line in ran.stdout.splitlines()]
-    assert lines and {line["id"] for line in lines} == {"line-1"}
-    assert len(lines) == 2 and set(lines[0]) == {"id", "relation", "probability", "subject", "object"}
-    assert f"{text_file}, line 1:" in ran.stderr and "relation(s) in 2 line(s)" in ran.stderr
-    empty = tmp_path / "empty.txt"
-    empty.write_text("\n\n", encoding="utf-8")
-    bad = run_in_process("extract", str(empty), "--ckpt_path", str(checkpoint), check=False)
-    assert bad.status == 2 and bad.stderr.strip() == f"tacred extract: error: {empty} holds no text"
+def test_the_mean_of_both_orders_in_the_first_orders_frame():
+    from tacred.inference.directions import DirectedLabels, mirror, split_direction
+
+    labels = ["no_relation", "per:employee_of(e1,e2)", "per:employee_of(e2,e1)", "org:founded(e1,e2)"]
+    assert split_direction("per:employee_of(e2,e1)") == ("per:employee_of", "e2,e1")
+    assert mirror("no_relation") == "no_relation" and mirror("org:founded(e1,e2)") == "org:founded(e2,e1)"
+    directed = DirectedLabels.from_labels(labels)
+    assert directed.mirror_index.tolist() == [0, 2, 1, -1]  # org:founded(e2,e1) is not in the set
+    forward = np.array([[0.1, 0.6, 0.2, 0.1]])
+    backward = np.array([[0.3, 0.1, 0.4, 0.2]])
+    assert directed.combine(forward, backward).tolist()[0] == pytest.approx([0.2, 0.5, 0.15, 0.05])
+    assert directed.fact("per:employee_of(e2,e1)") == ("per:employee_of", False)
+
+
+TACRED_LABELS = ["no_relation", "per:employee_of", "per:city_of_birth"]
+TYPED_TEXT = "John Smith works for Acme Corp in Boston since 1990."
+
+
+def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
+    from tacred.data.signatures import Signatures
+
+    signatures = Signatures({"per:employee_of": frozenset({("PERSON", "ORGANIZATION")}),
+                             "per:city_of_birth": frozenset({("PERSON", "CITY")})})
+    backend = FixedBackend([0.1, 0.2, 0.7])  # per:city_of_birth decided for every pair
+    model = word_predictor(TACRED_LABELS, "no_relation", backend, signatures)
+    kept = model.extract(TYPED_TEXT)
+    # Acme Corp (ORGANIZATION) cannot be a city of birth; Boston (LOCATION) can: CITY is a LOCATION in plain text
+    assert [(r.object.text, r.relation) for r in kept] == [("Boston", "per:city_of_birth")]
+    from tacred.inference.extract import relations_in_docs
+
+    docs = list(nlp.pipe([TYPED_TEXT]))
+    assert relations_in_docs(model, docs, ["t"])[0].pairs == 2  # (PERSON, DATE) is no relation's: not asked
+    unfiltered = relations_in_docs(model, docs, ["t"], signatures=False)[0]
+    assert unfiltered.pairs == 3 and len(unfiltered.relations) == 3
+    assert {r.object.text for r in model.extract(TYPED_TEXT, signatures=False)} == {"Acme Corp", "Boston", "1990"}
+
+
+def test_a_model_without_signatures_is_not_filtered_and_says_so_once(nlp, caplog, monkeypatch):
+    from tacred.inference import signature_filter
+
+    monkeypatch.setattr(signature_filter, "_warned", False)
+    model = word_predictor(TACRED_LABELS, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
+    assert len(model.extract(TYPED_TEXT)) == 3 and len(model.extract(TYPED_TEXT)) == 3
+    assert caplog.text.count("holds no relation signatures") == 1
+
+
+def test_the_checkpoint_of_an_earlier_version_still_extracts(nlp, caplog, monkeypatch):
+    from tacred import load_model
+    from tacred.inference import signature_filter
+    from tests.conftest import REPO
+
+    monkeypatch.setattr(signature_filter, "_warned", False)
+    old = load_model(REPO / "tests" / "fixtures" / "checkpoint_v1.ckpt", device="cpu")
+    assert old.encoder.vocab.signatures is None
+    old.threshold = -50.0
+    assert old.extract(TEXT) and "holds no relation signatures" in caplog.text
+
+
+def test_extract_takes_any_iterable_and_yields_lazily(model, nlp):
+    from tacred.inference.inputs import InputError
+
+    taken = []
+
+    def texts():
+        for n in range(100):
+            taken.append(n)
+            yield f"John Smith {n} was born in Chicago."
+
+    found = model.extract(texts())
+    assert not isinstance(found, list) and taken == []  # nothing read before the first result is asked for
+    first = next(found)
+    assert isinstance(first, list) and len(taken) == 32  # one batch read
+    assert 1 + sum(1 for _ in found) == 100
+    assert isinstance(model.extract(("One text.", "Another.")), list)
+    with pytest.raises(InputError, match="extract: text 1 is a int, not a string"):
+        model.extract(["text", 5])
+    with pytest.raises(InputError, match="text 2 is a NoneType"):
+        list(model.extract(iter(["a", "b", None])))

@@ -1,0 +1,208 @@
+"""``tacred extract`` throughput: documents/s and sentences/s of the whole pipeline (spaCy, candidate pairs, the
+relation model, mention records) for the paper network and MiniLM with 1 and 2 worker processes, beside spaCy's
+NER alone on the same documents (the ceiling the pipeline cannot pass), with the peak RSS of each worker.
+
+Every row runs in a fresh process (``--worker``); rates count the documents after the first chunk is done, so that
+loading the model and starting the workers is left out. The models are trained here for one epoch on the generated
+demo corpus (speed does not depend on how well they were trained); the documents are its test sentences, five to a
+document.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import QUICK_FIT_ARGS, REPO, Table, machine_line  # noqa: E402
+
+SENTENCES_PER_DOCUMENT = 5
+CHUNK = 16
+
+
+def _documents(data_dir: Path, limit: int) -> list[str]:
+    rows = json.loads((data_dir / "test.json").read_text(encoding="utf-8"))
+    sentences = [" ".join(r["token"]) for r in rows]
+    docs = [" ".join(sentences[i:i + SENTENCES_PER_DOCUMENT]) for i in range(0, len(sentences), SENTENCES_PER_DOCUMENT)]
+    return (docs * (1 + limit // max(len(docs), 1)))[:limit]
+
+
+def _train(kind: str, work: Path, data_dir: Path, quick: bool) -> Path:
+    """One epoch on the demo corpus: the paper network (random vectors of GloVe's size) or MiniLM."""
+    from tacred.training import fit
+
+    args = ["--data.data_dir", str(data_dir), "--trainer.max_epochs", "1", "--trainer.accelerator", "cpu",
+            "--trainer.devices", "1", "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary",
+            "false", "--data.batch_size", "32"]
+    if kind == "minilm":
+        pretrained = "minilm"
+        if quick:
+            sys.path.insert(0, str(REPO))
+            from tests.tiny_bert import corpus_words, write_tiny_bert
+
+            pretrained = str(write_tiny_bert(work / "tiny_bert", corpus_words(data_dir)))
+        args += ["--model.network.encoder", "transformer", "--model.network.pretrained", pretrained,
+                 "--model.optimizer", "adamw", "--model.lr", "2e-4", "--data.entity_masking", "false"]
+    elif quick:
+        args += QUICK_FIT_ARGS
+    run = work / kind
+    fit(args=args, run_dir=run, seed=1, resume="never")
+    return run / "checkpoints" / "best.ckpt"
+
+
+def high_water_mib(pid: int | str = "self") -> float:
+    """A process's peak resident memory (VmHWM; unlike ru_maxrss it starts afresh at exec), in MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class WorkerPeaks:
+    """The largest peak RSS among this process's children, polled while they run (a worker's VmHWM is gone with
+    it)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak, self.stop = 0.0, threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        me = str(os.getpid())
+        while not self.stop.wait(0.2):
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    fields = stat.read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if fields[1] == me:
+                    self.peak = max(self.peak, high_water_mib(stat.parent.name))
+
+    def close(self) -> float:
+        self.stop.set()
+        self.thread.join()
+        return self.peak
+
+
+def worker(task: dict[str, Any]) -> dict[str, Any]:
+    """One row in this process: ``{"what": "spacy"|"spacy_tagger"|"extract", "workers", "ckpt", "data_dir",
+    "documents"}``."""
+    docs = _documents(Path(task["data_dir"]), task["documents"])
+    peaks = WorkerPeaks() if task["workers"] > 1 else None
+    stamps: list[tuple[float, int, int]] = []  # (time, documents, sentences) as results come
+    if task["what"] in ("spacy", "spacy_tagger"):
+        import spacy
+
+        from tacred.data.spacy_pipeline import DEFAULT_MODELS
+
+        name = next(m for m in DEFAULT_MODELS if spacy.util.is_package(m))
+        tagger = [] if task["what"] == "spacy_tagger" else ["tok2vec", "tagger"]
+        nlp = spacy.load(name, exclude=[*tagger, "parser", "attribute_ruler", "lemmatizer"])
+        nlp.add_pipe("sentencizer", first=True)
+        sentences = 0
+        for i, doc in enumerate(nlp.pipe(docs, batch_size=CHUNK, n_process=task["workers"])):
+            sentences += sum(1 for _ in doc.sents)
+            if (i + 1) % CHUNK == 0 or i + 1 == len(docs):
+                stamps.append((time.perf_counter(), i + 1, sentences))
+    else:
+        from tacred.extraction.documents import Document
+        from tacred.extraction.output import Totals
+        from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+        from tacred.extraction.runner import run_extraction
+
+        settings = ExtractorSettings(ckpt_path=task["ckpt"], device="cpu", num_threads=1)
+        counted = {"documents": 0, "sentences": 0}
+
+        class TimingSink:
+            def done_chunks(self) -> set[int]:
+                return set()
+
+            def write(self, done: Any) -> None:
+                counted["documents"] += len(done.results) + len(done.bad)
+                counted["sentences"] += sum(r.sentences for r in done.results)
+                stamps.append((time.perf_counter(), counted["documents"], counted["sentences"]))
+
+            def finish(self) -> Totals:
+                return Totals()
+
+        extractor = DocumentExtractor(settings) if task["workers"] == 1 else None
+        documents = (Document(f"doc{i}", text) for i, text in enumerate(docs))
+        run_extraction(settings, documents, TimingSink(), task["workers"], CHUNK, extractor=extractor)
+    first, last = stamps[0], stamps[-1]
+    elapsed = last[0] - first[0]
+    rss = high_water_mib() if peaks is None else peaks.close()
+    return {"documents_per_s": (last[1] - first[1]) / elapsed, "sentences_per_s": (last[2] - first[2]) / elapsed,
+            "peak_rss_mib": rss}
+
+
+def _run_worker(task: dict[str, Any]) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(task)], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmark row {task} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(quick: bool = False) -> Table:
+    import torch
+
+    from tacred.data.synthetic import write_corpus
+
+    n_docs = 48 if quick else 400
+    with tempfile.TemporaryDirectory(prefix="tacred-bench-extract-") as scratch:
+        work = Path(scratch)
+        write_corpus(work / "data", n_train=100 if quick else 600, n_dev=40 if quick else 100, n_test=200)
+        threads = torch.get_num_threads()
+        checkpoints = {kind: _train(kind, work, work / "data", quick) for kind in ("paper", "minilm")}
+        torch.set_num_threads(threads)
+        table = Table("Extraction throughput: `tacred extract` end to end beside spaCy's NER alone (CPU, fp32)",
+                      ["pipeline", "workers", "documents/s", "sentences/s", "% of spaCy NER", "peak RSS MiB per worker"])
+        ceiling: dict[int, float] = {}
+        for what, label in (("spacy", "spaCy NER alone (sentencizer + ner)"),
+                            ("spacy_tagger", "spaCy NER + tagger (what the paper network needs)"), ("paper", "paper network"),
+                            ("minilm", "tiny BERT" if quick else "MiniLM (all-MiniLM-L6-v2)")):
+            for workers in (1,) if quick else (1, 2):
+                task = {"what": what if what.startswith("spacy") else "extract", "workers": workers,
+                        "ckpt": str(checkpoints.get(what, "")), "data_dir": str(work / "data"), "documents": n_docs}
+                got = worker(task) if quick else _run_worker(task)  # quick: in this process, a smoke test
+                torch.set_num_threads(threads)
+                if what == "spacy":
+                    ceiling[workers] = got["sentences_per_s"]
+                share = 100 * got["sentences_per_s"] / ceiling[workers]
+                table.add(label, workers, got["documents_per_s"], got["sentences_per_s"], f"{share:.0f}%",
+                          got["peak_rss_mib"])
+    table.notes += [
+        machine_line(), f"CPU kernel: torch.backends.cpu.get_cpu_capability() = {torch.backends.cpu.get_cpu_capability()}.",
+        f"documents: {n_docs}, each {SENTENCES_PER_DOCUMENT} sentences of the generated demo corpus (about 25 tokens "
+        f"each); chunks of {CHUNK} documents; one torch thread per worker.",
+        "paper network: the default network (300-d word vectors, random: speed does not depend on GloVe) and MiniLM, "
+        "each trained for one epoch on the demo corpus; the pipeline adds spaCy's tagger (the paper network reads POS "
+        "tags) to the NER row's components.",
+        "peak RSS: the row's process with one worker; the largest worker process with two (VmHWM)."
+        + (" Quick mode: one worker, in the benchmark's own process (RSS includes the trainings)." if quick else ""),
+    ]
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        print(json.dumps(worker(json.loads(argv[1]))))
+        return 0
+    print(run(quick="--quick" in argv).render())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
