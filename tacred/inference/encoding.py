@@ -60,6 +60,7 @@ class InputEncoder(Protocol):
     kind: str
     labels: list[str]
     no_relation: str
+    subject_types: set[str] | None  # entity types the model knows as subjects; None: any
     object_types: set[str] | None  # entity types the model knows as objects (plain-text extraction); None: any
 
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded: ...
@@ -82,12 +83,20 @@ class WordEncoder:
         self.labels = list(vocab.labels.itos)
         self.no_relation = vocab.no_relation
 
+    def _types(self, prefix: str) -> set[str] | None:
+        masked = {w[len(prefix):] for w in self.vocab.words.itos if w.startswith(prefix)}
+        tags = {t for t in self.vocab.ner.itos if t not in ("O", PAD, UNK)}
+        return masked or tags or None
+
+    @property
+    def subject_types(self) -> set[str] | None:
+        """The entity types the model saw as subjects: its ``SUBJ-<TYPE>`` words (entity masking), else its NER tags."""
+        return self._types("SUBJ-")
+
     @property
     def object_types(self) -> set[str] | None:
         """The entity types the model saw as objects: its ``OBJ-<TYPE>`` words (entity masking), else its NER tags."""
-        masked = {w[len("OBJ-"):] for w in self.vocab.words.itos if w.startswith("OBJ-")}
-        tags = {t for t in self.vocab.ner.itos if t not in ("O", PAD, UNK)}
-        return masked or tags or None
+        return self._types("OBJ-")
 
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded:
         rows = []

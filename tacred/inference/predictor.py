@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tacred.inference.encoding import InputEncoder
+from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError, InputReader, as_items
 from tacred.inference.outputs import Prediction, predictions
 
@@ -36,24 +37,29 @@ class Predictor:
     Args:
         encoder: turns TACRED dicts into the network's arrays (chosen by the checkpoint's or export's metadata).
         backend: runs the network on a batch of arrays.
-        threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a number or a ``threshold.json``), or None.
+        threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a log-margin: a number or a
+            ``threshold.json``), or None (the argmax).
         spacy_model: spaCy pipeline for raw text (default: the first installed English model).
         batch_size: examples per forward pass.
-        max_tokens: the most tokens an input may have (None: no limit).
+        max_tokens: the most tokens an input may have (default 512, as ``tacred serve``; None: no limit).
     """
 
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
-                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = None) -> None:
+                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
         from tacred.evaluation.decision import load_threshold
+        from tacred.inference.input_rules import check_max_tokens
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.encoder = encoder
         self.backend = backend
         self.threshold = None if threshold is None else load_threshold(threshold)
+        # where the threshold came from: a threshold.json's path, "given" for a number, None without one
+        self.threshold_source = (None if threshold is None else "given" if isinstance(threshold, (int, float))
+                                 or load_threshold_is_number(threshold) else str(threshold))
         self.spacy_model = spacy_model
         self.batch_size = batch_size
-        self.max_tokens = max_tokens
+        self.max_tokens = check_max_tokens(max_tokens)
         self._nlp: Language | None = None
 
     @property
@@ -116,4 +122,15 @@ class Predictor:
 
     def to_examples(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
-        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read(items)
+        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens,
+                           getattr(self.encoder, "subject_types", None),
+                           getattr(self.encoder, "object_types", None)).read(items)
+
+
+def load_threshold_is_number(threshold: str | Any) -> bool:
+    """Whether a threshold given as text is a number (else it names a ``threshold.json``)."""
+    try:
+        float(threshold)
+    except (TypeError, ValueError):
+        return False
+    return True

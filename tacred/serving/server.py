@@ -16,12 +16,12 @@ import litserve as ls
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from tacred.inference.input_rules import MAX_TOKENS  # the one default of every way to predict
 from tacred.serving.loop import QuietBatchedLoop
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 2**20  # 1 MiB: 64 inputs of 512 tokens in JSON take ~0.3 MB
-MAX_TOKENS = 512  # TACRED's longest sentence has 96 tokens, SemEval's 97 (spaCy tokens): room for 5x that
 MAX_BATCH_INPUTS = 64
 
 

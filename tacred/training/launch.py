@@ -28,6 +28,7 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
     guard = RunFolderGuard()
     try:
         check_config_files(argv)
+        argv = split_files_from_here(argv)
         ckpt_path = option_value(argv, "--ckpt_path")
         from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
@@ -65,6 +66,25 @@ def option_value(argv: Sequence[str], name: str) -> str | None:
         if arg.startswith(name + "="):
             return arg.split("=", 1)[1]
     return None
+
+
+SPLIT_FILE_OPTIONS = tuple(f"--data.{split}_file" for split in ("train", "dev", "test", "predict"))
+
+
+def split_files_from_here(argv: list[str]) -> list[str]:
+    """A split file given on the command line is relative to the current folder (made absolute here), unless
+    ``--data.data_dir`` is given on the same command line, which the split files are then relative to. A
+    ``data_dir`` from a config file or a checkpoint stays what it was; it applies to the files they name."""
+    if option_value(argv, "--data.data_dir") is not None:
+        return argv
+    out = list(argv)
+    for i, arg in enumerate(out):
+        for name in SPLIT_FILE_OPTIONS:
+            if arg == name and i + 1 < len(out) and not Path(out[i + 1]).is_absolute():
+                out[i + 1] = str(Path(out[i + 1]).absolute())
+            elif arg.startswith(name + "=") and not Path(value := arg.split("=", 1)[1]).is_absolute():
+                out[i] = f"{name}={Path(value).absolute()}"
+    return out
 
 
 def warn_replaced_options(argv: list[str], checkpoint: dict[str, Any]) -> None:
