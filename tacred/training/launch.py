@@ -22,6 +22,7 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
     finished :class:`~tacred.training.cli.TacredCLI`. ``callbacks``: Lightning callbacks added to the Trainer's
     (a tuning trial's pruning callback). A command that fails removes what it added to the run folder unless a
     checkpoint was written, or ``keep_failed`` is given."""
+    from tacred.training.command_checks import check_command
     from tacred.training.config_files import check_config_files
     from tacred.training.run_folder import RunFolderGuard
 
@@ -30,6 +31,7 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
         check_config_files(argv)
         argv = split_files_from_here(argv)
         ckpt_path = option_value(argv, "--ckpt_path")
+        check_command(argv, files=False)  # option values before torch and Lightning load, data files below
         from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
         checkpoint = None
@@ -47,6 +49,7 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
             checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
             warn_replaced_options(argv, checkpoint)
             argv = with_checkpoint_config(argv, checkpoint)
+        check_command(argv)  # the data files, of the checkpoint's configuration with the command line's
         from tacred.training.cli import TacredCLI
 
         extra: dict[str, Any] = {"trainer_defaults": {"callbacks": list(callbacks)}} if callbacks else {}
