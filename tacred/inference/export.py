@@ -291,6 +291,9 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
     (out / PREDICTOR_FILE).write_text(json.dumps(predictor | ({"quantization": quantize} if quantize else {})),
                                       encoding="utf-8")
     (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
+    tuned = ckpt_path.parent / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
+    if tuned.is_file():
+        shutil.copy2(tuned, out / "threshold.json")
     summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None,
                                "quantization": quantize}
     if fmt == "onnx":
