@@ -21,7 +21,15 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
     """Run ``tacred COMMAND ARGS`` (``argv``: COMMAND, then its options spelled with underscores) and return the
     finished :class:`~tacred.training.cli.TacredCLI`. ``callbacks``: Lightning callbacks added to the Trainer's
     (a tuning trial's pruning callback). A command that fails removes what it added to the run folder unless a
-    checkpoint was written, or ``keep_failed`` is given."""
+    checkpoint was written, or ``keep_failed`` is given. The ``--ckpt_path`` file is read once, for the checks, the
+    configuration, the vocabularies and Lightning's restore alike (:func:`tacred.checkpoints.reading_once`)."""
+    from tacred.checkpoints import reading_once
+
+    with reading_once():
+        return _lightning_command(argv, callbacks, keep_failed)
+
+
+def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: bool) -> TacredCLI:
     from tacred.training.command_checks import check_command
     from tacred.training.config_files import check_config_files
     from tacred.training.run_folder import RunFolderGuard
