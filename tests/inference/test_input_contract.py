@@ -93,6 +93,16 @@ def test_the_python_api_refuses_each_with_its_message(model):
     assert known and f"this model knows {', '.join(sorted(known))}" in api_problems(model)[3]
 
 
+def test_an_exported_onnx_folder_refuses_them_with_the_same_messages(model, checkpoint, tmp_path):
+    from tacred import load_model
+    from tacred.commands.export import main
+
+    assert main(["--ckpt_path", str(checkpoint), "--out", str(tmp_path / "onnx"), "--format", "onnx"]) == 0
+    onnx = load_model(tmp_path / "onnx", device="cpu")
+    assert type(onnx).__name__ == "OnnxRelationModel" and onnx.max_tokens == 512
+    assert api_problems(onnx) == api_problems(model)
+
+
 def cli_problems(checkpoint, tmp_path: Path) -> list[str]:
     """``tacred predict --sentences`` over a file of the marked inputs and one of the records, every bad line
     reported (``--skip_bad_lines``): the problem of each line in order."""
