@@ -106,7 +106,9 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
         result, folder, name = _run_model(args)
         curve = sweep(result.probs, result.gold, result.no_relation_id)
         default = micro_scores(result.predicted(), result.gold, result.no_relation_id)
-        stored = Path(args.ckpt_path).parent / "threshold.json"  # what `tacred threshold tune` wrote, if anything
+        from tacred.checkpoints import resolve_checkpoint
+
+        stored = resolve_checkpoint(args.ckpt_path).parent / "threshold.json"  # `tacred threshold tune`'s, if any
         threshold = threshold if threshold is not None else (load_threshold(stored) if stored.is_file() else None)
         tuned = None
         if threshold is not None:

@@ -46,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _beside_checkpoint(ckpt_path: str) -> Path:
+    """Where ``threshold.json`` goes: beside the checkpoint (a run folder's best.ckpt, else last.ckpt), where
+    ``load_model`` and ``tacred serve`` look for it."""
+    from tacred.checkpoints import resolve_checkpoint
+
+    return resolve_checkpoint(ckpt_path).parent / "threshold.json"
+
+
 def _evaluation(args: argparse.Namespace) -> Evaluation:
     """The checkpoint's probabilities over ``--split`` or ``--file``, through the one evaluation route."""
     from tacred.training.api import evaluate
@@ -59,7 +67,7 @@ def _tune(args: argparse.Namespace) -> int:
     result = _evaluation(args)
     source = result.source
     tuned = tune_threshold(result.probs, result.gold, result.no_relation_id, args.target_precision)
-    out = Path(args.output) if args.output else Path(args.ckpt_path).parent / "threshold.json"
+    out = Path(args.output) if args.output else _beside_checkpoint(args.ckpt_path)
     tuned.save(out, checkpoint=str(Path(args.ckpt_path).resolve()), data=source)
     name = Path(args.file).name if args.file else args.split
     goal = f"recall at precision >= {args.target_precision:.2%}" if args.target_precision else "F1"
@@ -75,7 +83,7 @@ def _apply(args: argparse.Namespace) -> int:
     from tacred.evaluation.scoring import format_report
     from tacred.evaluation.threshold import format_comparison, load_threshold, micro_scores
 
-    given = args.threshold if args.threshold is not None else Path(args.ckpt_path).parent / "threshold.json"
+    given = args.threshold if args.threshold is not None else _beside_checkpoint(args.ckpt_path)
     if args.threshold is None and not Path(given).is_file():
         raise FileNotFoundError(f"no --threshold given and no {given} (run `tacred threshold tune` first)")
     threshold = load_threshold(given)

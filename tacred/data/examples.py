@@ -125,7 +125,7 @@ def check_data_file(path: str | Path) -> Path:
     if first == "{":
         _refuse_one_object(path)
     elif first != "[":
-        _read_json_plain(path)  # raises with the line that is not JSON
+        _read_json_plain(path)  # a line that is not JSON: an error naming it
     return path
 
 
@@ -152,8 +152,8 @@ _EXAMPLE_KEYS = {"id", "token", "relation", "subj_start", "subj_end", "obj_start
 
 
 def _refuse_one_object(path: Path) -> None:
-    """A file that is one JSON object other than an example (``{"data": [...]}``) holds no list of examples; JSON
-    Lines stop parsing at their second line, so this reads the first example only."""
+    """A file that is one JSON object other than an example (``{"data": [...]}``) holds no list of examples (the
+    parse of a JSON Lines file stops at its second line: only its first example is parsed here)."""
     try:
         whole = json.loads(read_text(path, "data file"))
     except json.JSONDecodeError:

@@ -10,8 +10,9 @@ Accepted inputs (one, or a list of them for a batch):
 - a TACRED dict (``token``, ``subj_start`` …, ``stanford_pos``, ``stanford_ner``; ``relation`` optional).
 
 Every form is held to the same contract (:mod:`tacred.inference.input_rules`): spans at word boundaries, entity
-types the model knows, at most ``max_tokens`` tokens and 1,000,000 characters. Raw text and untagged tokens go through spaCy (``nlp``, loaded by the caller on first need); TACRED dicts never do.
-Nothing here depends on the model kind or on torch.
+types the model knows, at most ``max_tokens`` tokens and 1,000,000 characters. Raw text and untagged tokens go
+through spaCy (``nlp``, loaded by the caller on first need); TACRED dicts never do. Nothing here depends on the model
+kind or on torch.
 """
 
 from __future__ import annotations
@@ -158,8 +159,7 @@ class InputReader:
                 self._check_text(marked)
                 self._texts.append((slot, marked, ex_id))
             elif "text" in item:
-                text = _text(item)
-                marked = parse_markers(text)
+                marked = parse_markers(_text(item))
                 self._check_text(marked)
                 self._texts.append((slot, marked, ex_id))
             else:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tacred.inference.encoding import InputEncoder
-from tacred.inference.input_rules import MAX_TOKENS
+from tacred.inference.input_rules import MAX_TOKENS, check_max_tokens
 from tacred.inference.inputs import InputError, InputReader, as_items
 from tacred.inference.outputs import Prediction, predictions
 
@@ -47,16 +47,13 @@ class Predictor:
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
         from tacred.evaluation.decision import load_threshold
-        from tacred.inference.input_rules import check_max_tokens
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.encoder = encoder
         self.backend = backend
         self.threshold = None if threshold is None else load_threshold(threshold)
-        # where the threshold came from: a threshold.json's path, "given" for a number, None without one
-        self.threshold_source = (None if threshold is None else "given" if isinstance(threshold, (int, float))
-                                 or load_threshold_is_number(threshold) else str(threshold))
+        self.threshold_source = threshold_source(threshold)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
         self.max_tokens = check_max_tokens(max_tokens)
@@ -127,10 +124,13 @@ class Predictor:
                            getattr(self.encoder, "object_types", None)).read(items)
 
 
-def load_threshold_is_number(threshold: str | Any) -> bool:
-    """Whether a threshold given as text is a number (else it names a ``threshold.json``)."""
+def threshold_source(threshold: float | str | None) -> str | None:
+    """Where a threshold came from: the path of its ``threshold.json``, ``"given"`` for a number (also one written
+    as text), None without a threshold."""
+    if threshold is None:
+        return None
     try:
         float(threshold)
     except (TypeError, ValueError):
-        return False
-    return True
+        return str(threshold)
+    return "given"
