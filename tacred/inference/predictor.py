@@ -119,9 +119,9 @@ class Predictor:
 
     def to_examples(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
-        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens,
-                           getattr(self.encoder, "subject_types", None),
-                           getattr(self.encoder, "object_types", None)).read(items)
+        known = getattr(self.encoder, "known_types", lambda role: None)
+        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens, known("subject"),
+                           known("object")).read(items)
 
 
 def threshold_source(threshold: float | str | None) -> str | None:

@@ -89,7 +89,7 @@ def api_problems(model) -> list[str]:
 def test_the_python_api_refuses_each_with_its_message(model):
     for problem, (_, expected) in zip(api_problems(model), BAD, strict=True):
         assert expected in problem
-    known = model.encoder.subject_types
+    known = model.encoder.known_types("subject")
     assert known and f"this model knows {', '.join(sorted(known))}" in api_problems(model)[3]
 
 
