@@ -3,10 +3,11 @@ and a checkpoint is unpickled with ``weights_only=True``, so one from a stranger
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,33 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     a checkpoint that would import anything else is refused, not run.
     """
     path = check_checkpoint_file(path)
+    if _once is not None:  # inside reading_once(): an unchanged file is read from disk once
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        if key not in _once:
+            _once[key] = _read(path)
+        return _once[key]
+    return _read(path)
+
+
+_once: dict[tuple[str, int, int], dict[str, Any]] | None = None
+
+
+@contextlib.contextmanager
+def reading_once() -> Iterator[None]:
+    """Within the block, :func:`read_checkpoint` reads each checkpoint file from disk once and hands the same
+    contents to every later reader (callers never change them): one command reads its ``--ckpt_path`` once for
+    its checks, its configuration, its vocabularies and Lightning's restore. The contents are let go after it."""
+    global _once
+    outer = _once
+    _once = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _once = outer
+
+
+def _read(path: Path) -> dict[str, Any]:
     if not _pickle_like(path):
         raise CheckpointError(f"{path}: not a tacred checkpoint (not a file written by torch.save: a checkpoint is a "
                               "zip archive written by `tacred fit`)")

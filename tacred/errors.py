@@ -24,6 +24,11 @@ class LabelError(TacredError, ValueError):
     """An example whose relation is not in the model's label set."""
 
 
+class GloveFormatError(TacredError, ValueError):
+    """Word vectors that cannot be used: a damaged GloVe file, a line that is not a token followed by ``dim`` numbers,
+    or installed vectors (:mod:`tacred.data.packaged_vectors`) of another size than the network's."""
+
+
 class ConfigError(TacredError, ValueError):
     """An option with a value outside its allowed range or choices, or a configuration file that cannot be read."""
 

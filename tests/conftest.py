@@ -148,8 +148,8 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # scheduling). xdist's own order, most tests first, put the files with a few long tests last, where one worker ran
 # them while the other waited. A file not listed runs after these; tests/test_layout.py checks every name here.
 LONGEST_FIRST = (
-    "experiments/test_ablation.py", "test_benchmarks.py", "test_bad_inputs.py", "test_faults.py",
-    "experiments/test_ensemble.py", "training/test_progress.py", "test_notebooks.py", "training/test_tracking.py",
+    "experiments/test_ablation.py", "test_documented_commands.py", "test_benchmarks.py", "test_bad_inputs.py",
+    "test_faults.py", "experiments/test_ensemble.py", "training/test_progress.py", "test_notebooks.py", "training/test_tracking.py",
     "experiments/test_tuning.py", "analysis/test_plots.py", "test_distributed.py", "models/test_transformer.py",
     "models/test_model.py", "serving/test_server.py", "test_cli.py", "extraction/test_extract_command.py",
 )

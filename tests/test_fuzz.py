@@ -255,9 +255,9 @@ def test_the_config_reader_returns_yaml_or_a_config_error(tmp_path, text):
 
 
 @pytest.mark.parametrize("value", ["0", "nan", "3.5", ""])
-def test_option_messages_name_the_option(value, capsys):
+def test_option_messages_name_the_option(value, capsys, demo_data):
     from tacred.cli import main
 
-    demo = str(REPO / "configs" / "demo.yaml")
-    assert main(["fit", "--config", demo, "--model.network.num_heads", value]) == 2
+    demo = str(REPO / "configs" / "demo.yaml")  # with data that exists: a missing data file is reported first
+    assert main(["fit", "--config", demo, "--data.data_dir", str(demo_data), "--model.network.num_heads", value]) == 2
     assert "--model.network.num_heads" in capsys.readouterr().err

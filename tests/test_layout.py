@@ -29,6 +29,16 @@ UPWARD = {
 }
 
 
+# Modules that import each other, each circle with the reason it stays; any other is an error (farm-studio look
+# draws the same circles from the same imports).
+CIRCLES: dict[frozenset[str], str] = {
+    frozenset({"tacred.models.attention", "tacred.models.attention.registry", "tacred.models.config"}):
+        "type hints only (TYPE_CHECKING): a variant's builder takes the NetworkConfig that collects the variants' fields",
+    frozenset({"tacred.inference.extract", "tacred.inference.predictor"}):
+        "Predictor.extract hands the predictor to the pair search, which predicts through it (imported in the method)",
+}
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -68,6 +78,58 @@ def test_imports_point_down_the_layers():
         f"imports from a lower layer to a higher one (docs/architecture.md): {sorted(upward - UPWARD)}")
     assert not UPWARD - upward, f"listed in UPWARD but no longer imported (remove them here and in the docs): " \
                                 f"{sorted(UPWARD - upward)}"
+
+
+def package(module: str) -> str:
+    """The package a module belongs to (``tacred.data``), or the top-level module itself (``tacred.errors``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_two_packages_import_each_other():
+    """Also within one layer (training and inference): one of the two must give way."""
+    edges = {(package(source), package(target)) for source, path in MODULES.items() if source != "tacred"
+             for target in imported(path) if package(source) != package(target)}
+    both = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    assert not both, f"packages that import each other: {both}"
+
+
+def circles() -> set[frozenset[str]]:
+    """The strongly connected components of more than one module in the import graph (Tarjan's algorithm)."""
+    graph = {m: sorted(t for t in imported(p) if t in MODULES and t != m) for m, p in MODULES.items() if m != "tacred"}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: set[frozenset[str]] = set()
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.add(frozenset(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_but_the_listed_circles():
+    found = circles()
+    assert not found - CIRCLES.keys(), f"modules that import each other: {[sorted(c) for c in found - CIRCLES.keys()]}"
+    assert not CIRCLES.keys() - found, f"CIRCLES lists circles that are gone: {[sorted(c) for c in CIRCLES.keys() - found]}"
 
 
 def test_the_architecture_page_names_every_module():

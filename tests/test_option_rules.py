@@ -96,9 +96,14 @@ def test_the_module_checks_its_options_before_it_reads_the_vocabularies():
     ("--model.network.word_dim", "0", "--model.network.word_dim 0: must be a number >= 1"),  # via data.embedding_dim
 ])
 def test_the_command_line_names_a_bad_option_before_reading_any_data(tmp_path, option, value, message):
-    """The data folder does not exist: the option's error comes first, as the options are checked before the data
-    module reads anything and before the model asks for the vocabularies."""
-    ran = run_in_process("fit", "--config", DEMO, "--data.data_dir", str(tmp_path / "nowhere"), "--run_dir",
+    """The data files are there but every example in them is broken: the option's error comes first, as the options
+    are checked before the data module reads an example and before the model asks for the vocabularies (that the
+    files exist is checked earlier still, before Lightning loads: tests/test_startup.py)."""
+    unread = tmp_path / "unread"
+    unread.mkdir()
+    for split in ("train", "dev"):
+        (unread / f"{split}.json").write_text('[{"broken": true}]')
+    ran = run_in_process("fit", "--config", DEMO, "--data.data_dir", str(unread), "--run_dir",
                          str(tmp_path / "run"), *SMALL, option, value, check=False)
     assert ran.status == 2
     assert message in ran.stderr, ran.stderr

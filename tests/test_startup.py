@@ -70,3 +70,30 @@ def test_predict_help_puts_the_sentence_options_first_and_starts_fast():
             assert option in printed
         assert printed.index("--sentences") < printed.index("--data.predict_file") < printed.index("--help all")
         assert len(printed.splitlines()) < 80
+
+
+def test_wrong_options_and_data_files_are_answered_before_lightning_loads(tmp_path):
+    """A bad Trainer option, --num_threads, a missing or plainly malformed data file: one line before Lightning (and
+    torch) is imported; benchmarks/time_to_error.py measures how soon."""
+    from tacred.data.synthetic import write_corpus
+
+    write_corpus(tmp_path / "data", n_train=20, n_dev=5, n_test=5)
+    (tmp_path / "object").mkdir()
+    (tmp_path / "object" / "train.json").write_text('{"data": []}')
+    demo = ["fit", "--config", str(REPO / "configs/demo.yaml"), "--data.data_dir", str(tmp_path / "data"),
+            "--run_dir", str(tmp_path / "run")]
+    cases = [
+        ([*demo, "--num_threads", "-1"], "tacred fit: error: --num_threads -1: must be a number >= 1"),
+        ([*demo[:-2], "--run_dir=" + str(tmp_path / "run"), "--trainer.max_epochs=-3"],
+         "tacred fit: error: --trainer.max_epochs -3: must be >= 1 (or -1 for no limit)"),
+        ([*demo, "--data.data_dir", str(tmp_path / "nothere")],
+         f"tacred fit: error: data file not found: {tmp_path / 'nothere' / 'train.json'}"),
+        ([*demo, "--data.dev_file", "missing_dev.json"],
+         f"tacred fit: error: data file not found: {tmp_path / 'data' / 'missing_dev.json'}"),
+        ([*demo, "--data.data_dir", str(tmp_path / "object")],
+         f"tacred fit: error: {tmp_path / 'object' / 'train.json'}: holds a JSON object (keys 'data'), not a list"),
+    ]
+    for argv, message in cases:
+        proc = run(argv)
+        assert "HEAVY [] CODE 2" in proc.stdout, f"{argv}: {proc.stdout + proc.stderr}"
+        assert message in proc.stderr, proc.stderr

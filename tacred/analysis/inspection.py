@@ -13,7 +13,6 @@ import torch
 
 from tacred.data.batching import EncodedSplit
 from tacred.errors import TacredError
-from tacred.evaluation.predictions import Evaluation
 from tacred.io import read_csv_rows
 from tacred.training.api import checkpoint_split
 from tacred.training.module import RelationExtractor
@@ -35,13 +34,6 @@ def load_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | None =
     overrides ``split``."""
     data, source = checkpoint_split(ckpt_path, split, data_dir, file)
     return RelationExtractor.from_checkpoint(ckpt_path), data, source
-
-
-def predict_split(model: RelationExtractor, data: EncodedSplit, source: str = "", batch_size: int = 100) -> Evaluation:
-    """Probabilities (N, L) of every example of ``data``, in the split's order, with its examples."""
-    probs = model.split_probabilities(data, batch_size)
-    return Evaluation(list(data.ids), list(model.vocab.labels.itos), model.vocab.no_relation, data.labels.copy(),
-                      probs.numpy(), data.examples, source)
 
 
 def find_example(data: EncodedSplit, source: str, ident: str | None = None, index: int | None = None) -> int:

@@ -65,12 +65,15 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80] or "example"
 
 
-def _run_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Path, str]:
-    from tacred.analysis.inspection import load_split, predict_split, run_folder
+def _run_model(args: argparse.Namespace) -> tuple[Any, Path, str]:
+    """The checkpoint's probabilities over ``--split`` or ``--file`` (the one evaluation route,
+    :func:`tacred.training.evaluate`), the plots folder and the split's name."""
+    from tacred.analysis.inspection import run_folder
+    from tacred.training.api import evaluate
 
-    model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
+    result = evaluate(args.ckpt_path, args.file or args.split, data_dir=args.data_dir)
     name = Path(args.file).stem if args.file else args.split
-    return model, data, predict_split(model, data, source), run_folder(args.ckpt_path) / "plots", name
+    return result, run_folder(args.ckpt_path) / "plots", name
 
 
 def draw(args: argparse.Namespace) -> tuple[Any, Path]:
@@ -100,10 +103,12 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
         folder = source.parent if source.suffix == ".csv" else source
         return plots.training_curves_figure(curves, f"Training curves: {folder}"), folder / "plots" / "curves.png"
     if args.kind == "pr":
-        _, _, result, folder, name = _run_model(args)
+        result, folder, name = _run_model(args)
         curve = sweep(result.probs, result.gold, result.no_relation_id)
         default = micro_scores(result.predicted(), result.gold, result.no_relation_id)
-        stored = Path(args.ckpt_path).parent / "threshold.json"  # what `tacred threshold tune` wrote, if anything
+        from tacred.checkpoints import resolve_checkpoint
+
+        stored = resolve_checkpoint(args.ckpt_path).parent / "threshold.json"  # `tacred threshold tune`'s, if any
         threshold = threshold if threshold is not None else (load_threshold(stored) if stored.is_file() else None)
         tuned = None
         if threshold is not None:
@@ -124,7 +129,7 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
                       else read_predictions_with_gold(args.predictions))
         folder, name, no_relation = Path(args.predictions).parent / "plots", Path(args.predictions).stem, "no_relation"
     else:
-        _, _, result, folder, name = _run_model(args)
+        result, folder, name = _run_model(args)
         gold, pred = result.names(result.gold), result.names(result.predicted(threshold))
         no_relation = result.labels[result.no_relation_id]
     if args.kind == "confusion":

@@ -76,6 +76,7 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
     """Parse every line's markers or offsets without spaCy, so that errors come before anything slow is loaded:
     ``(line number, problem)`` of each bad line."""
     from tacred.data.annotate import MarkerError, parse_markers, parse_offsets
+    from tacred.inference.inputs import InputError, check_marked
 
     bad = []
     for n, line in enumerate(lines, start=1):
@@ -83,14 +84,14 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
             continue
         try:
             if fmt == "marked":
-                parse_markers(line.rstrip("\r\n"))
+                check_marked(parse_markers(line.rstrip("\r\n")))
             else:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise MarkerError(f"invalid JSON ({err.msg} at column {err.colno})") from err
-                parse_offsets(record)
-        except MarkerError as err:
+                check_marked(parse_offsets(record)[0])
+        except (MarkerError, InputError) as err:
             bad.append((n, str(err)))
     return bad
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tacred.commands.parsing import OneLineParser
 
@@ -94,10 +95,18 @@ def _check(args: argparse.Namespace) -> str:
         from tacred.devices import onnx_providers
 
         args.device = onnx_providers(args.device)[0]
-        return args.ckpt_path
-    args.device = torch_device(args.device)
-    model = str(resolve_checkpoint(args.ckpt_path))
-    read_checkpoint(model)  # a clear error now rather than a worker that fails to start
+        model = args.ckpt_path
+    else:
+        args.device = torch_device(args.device)
+        model = str(resolve_checkpoint(args.ckpt_path))
+        read_checkpoint(model)  # a clear error now rather than a worker that fails to start
+    if args.threshold is None:  # a tuned threshold.json beside the model, as load_model takes it
+        from tacred.inference.api import tuned_threshold
+
+        args.threshold = tuned_threshold(model if is_export_folder(model) else Path(model).parent)
+        if args.threshold is not None:
+            print(f"tacred serve: no-relation threshold {load_threshold(args.threshold):+.4f} from {args.threshold} "
+                  "(--threshold 0: the plain argmax)", file=sys.stderr)
     return model
 
 

@@ -6,9 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tacred.commands.parsing import OneLineParser
 from tacred.errors import report
+
+if TYPE_CHECKING:
+    from tacred.evaluation.predictions import Evaluation
 
 HELP = "Tune a no-relation threshold on dev (threshold.json) or apply one to a split and score it."
 
@@ -42,14 +46,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _beside_checkpoint(ckpt_path: str) -> Path:
+    """Where ``threshold.json`` goes: beside the checkpoint (a run folder's best.ckpt, else last.ckpt), where
+    ``load_model`` and ``tacred serve`` look for it."""
+    from tacred.checkpoints import resolve_checkpoint
+
+    return resolve_checkpoint(ckpt_path).parent / "threshold.json"
+
+
+def _evaluation(args: argparse.Namespace) -> Evaluation:
+    """The checkpoint's probabilities over ``--split`` or ``--file``, through the one evaluation route."""
+    from tacred.training.api import evaluate
+
+    return evaluate(args.ckpt_path, args.file or args.split, data_dir=args.data_dir, batch_size=args.batch_size)
+
+
 def _tune(args: argparse.Namespace) -> int:
-    from tacred.analysis.inspection import load_split, predict_split
     from tacred.evaluation.threshold import format_comparison, tune_threshold
 
-    model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
-    result = predict_split(model, data, source, args.batch_size)
+    result = _evaluation(args)
+    source = result.source
     tuned = tune_threshold(result.probs, result.gold, result.no_relation_id, args.target_precision)
-    out = Path(args.output) if args.output else Path(args.ckpt_path).parent / "threshold.json"
+    out = Path(args.output) if args.output else _beside_checkpoint(args.ckpt_path)
     tuned.save(out, checkpoint=str(Path(args.ckpt_path).resolve()), data=source)
     name = Path(args.file).name if args.file else args.split
     goal = f"recall at precision >= {args.target_precision:.2%}" if args.target_precision else "F1"
@@ -61,16 +79,15 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from tacred.analysis.inspection import load_split, predict_split, run_folder
+    from tacred.analysis.inspection import run_folder
     from tacred.evaluation.scoring import format_report
     from tacred.evaluation.threshold import format_comparison, load_threshold, micro_scores
 
-    given = args.threshold if args.threshold is not None else Path(args.ckpt_path).parent / "threshold.json"
+    given = args.threshold if args.threshold is not None else _beside_checkpoint(args.ckpt_path)
     if args.threshold is None and not Path(given).is_file():
         raise FileNotFoundError(f"no --threshold given and no {given} (run `tacred threshold tune` first)")
     threshold = load_threshold(given)
-    model, data, source = load_split(args.ckpt_path, args.split, args.data_dir, args.file)
-    result = predict_split(model, data, source, args.batch_size)
+    result = _evaluation(args)
     pred = result.predicted(threshold)
     name = Path(args.file).stem if args.file else args.split
     out = Path(args.output) if args.output else run_folder(args.ckpt_path) / f"{name}_predictions_thresholded.jsonl"

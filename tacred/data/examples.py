@@ -113,14 +113,28 @@ class LoadResult:
     skipped: list[tuple[int, str, str]]  # (index, id, reason)
 
 
+def check_data_file(path: str | Path) -> Path:
+    """What can be told of a data file without reading its examples (commands run it before Lightning loads): it
+    exists and is not empty, and is neither one JSON object nor something else than JSON."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    if path.stat().st_size == 0:
+        raise DataFormatError(f"{path}: the file is empty (expected a JSON list of examples or JSON Lines)")
+    first = _first_character(path)
+    if first == "{":
+        _refuse_one_object(path)
+    elif first != "[":
+        _read_json_plain(path)  # a line that is not JSON: an error naming it
+    return path
+
+
 def _read_records(path: Path) -> list[Any]:
     """Read a JSON list or JSON Lines file through HF datasets; the json module reads it instead whenever Arrow
     would change a value's type (it turns ``"3"`` into ``3`` in a mixed column), or fails, so that each example
     is validated exactly as written."""
     import datasets
 
-    if path.stat().st_size == 0:
-        raise DataFormatError(f"{path}: the file is empty (expected a JSON list of examples or JSON Lines)")
     if _first_character(path) not in ("[", "{"):
         return _read_json_plain(path)  # not TACRED JSON; pyarrow's reader even crashes on a file holding `null`
     datasets.disable_progress_bars()
@@ -132,6 +146,22 @@ def _read_records(path: Path) -> list[Any]:
     if not _arrow_types_exact(ds.features):
         return _read_json_plain(path)
     return ds.to_list()
+
+
+_EXAMPLE_KEYS = {"id", "token", "relation", "subj_start", "subj_end", "obj_start", "obj_end"}
+
+
+def _refuse_one_object(path: Path) -> None:
+    """A file that is one JSON object other than an example (``{"data": [...]}``) holds no list of examples (the
+    parse of a JSON Lines file stops at its second line: only its first example is parsed here)."""
+    try:
+        whole = json.loads(read_text(path, "data file"))
+    except json.JSONDecodeError:
+        return
+    if isinstance(whole, dict) and not _EXAMPLE_KEYS & whole.keys():
+        keys = ", ".join(repr(k) for k in list(whole)[:5]) + (", ..." if len(whole) > 5 else "") or "none"
+        raise DataFormatError(f"{path}: holds a JSON object (keys {keys}), not a list of examples: the file must hold a "
+                              "JSON list of TACRED examples, or JSON Lines with one example per line")
 
 
 def _first_character(path: Path) -> str:
@@ -200,9 +230,7 @@ def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
     Strict mode raises :class:`DataFormatError` naming the file, the example's index and id, the field
     and the problem. Lenient mode (``strict=False``) skips invalid examples and logs each one and the count.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
+    path = check_data_file(path)
     records = _read_records(path)
     examples: list[Example] = []
     skipped: list[tuple[int, str, str]] = []

@@ -24,7 +24,7 @@ from typing import TextIO
 import numpy as np
 import torch
 
-from tacred.errors import TacredError
+from tacred.errors import GloveFormatError
 from tacred.io import atomic_path
 
 logger = logging.getLogger("tacred.data.glove")
@@ -32,10 +32,6 @@ logger = logging.getLogger("tacred.data.glove")
 DEFAULT_DIM = 300
 _CACHE_VERSION = 1  # bump when the cached content or its meaning changes
 _MISSING_SHOWN = 20  # missing words named in the log line
-
-
-class GloveFormatError(TacredError, ValueError):
-    """A GloVe file is damaged, or one of its lines is not a token followed by ``dim`` numbers."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tacred.errors import TacredError
+from tacred.errors import GloveFormatError, TacredError
 
 
 class MissingVectorsPackage(TacredError, ImportError):
@@ -78,8 +78,6 @@ class PackagedVectors:
     def read(self, words: Iterable[str], dim: int, *, lowercase: bool = True) -> dict[str, torch.Tensor]:
         """The vector of each of ``words`` that the package has, by the text loader's rules: the row whose token
         equals the word, failing that (with ``lowercase``) the first row whose token equals it case-insensitively."""
-        from tacred.data.glove import GloveFormatError
-
         if dim != self.dim:
             raise GloveFormatError(f"--data.glove_path {self.name} holds {self.dim}-d vectors, but the network's word "
                                    f"embedding is {dim}-d: pass --model.network.word_dim {self.dim}")

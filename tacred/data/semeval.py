@@ -73,6 +73,10 @@ def read_semeval(path: str | Path) -> list[SemEvalRecord]:
         m = _SENTENCE.fullmatch(lines[i])
         if m is None:
             raise SemEvalError(f"{path}, line {i + 1}: expected 'ID<TAB>\"sentence\"', found {lines[i][:60]!r}")
+        separator = lines[i][m.end(1):m.start(2) - 1]
+        if separator != "\t":
+            raise SemEvalError(f"{path}, line {i + 1}, id {m.group(1)}: the id and the sentence must be separated by "
+                               f"one tab, found {separator!r}")
         ex_id, line_no = int(m.group(1)), i + 1
         if ex_id in seen:
             raise SemEvalError(f"{path}, line {line_no}, id {ex_id}: id already used on line {seen[ex_id]}")

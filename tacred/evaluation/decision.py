@@ -1,7 +1,8 @@
 """The no-relation decision with numpy alone (prediction without torch uses it; :mod:`tacred.evaluation.threshold` tunes it).
 
-Rule: predict the best other relation r* iff ``log p(r*) > log p(no_relation) + t``, else no_relation.
-``t = 0`` is exactly the argmax; ``t > 0`` trades recall for precision, ``t < 0`` the other way round.
+Rule: predict the best other relation r* iff ``log p(r*) > log p(no_relation) + t``, else no_relation: ``t`` is a
+log-margin (natural log), not a probability. ``t = 0`` is exactly the argmax; ``t > 0`` trades recall for precision,
+``t < 0`` the other way round; ``|t|`` at most :data:`THRESHOLD_LIMIT`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from tacred.io import read_json
 
 RULE = "predict the best relation r* iff log p(r*) > log p(no_relation) + threshold, else no_relation"
 _TINY = 1e-300  # probabilities that underflowed to 0 get a finite log
+# Float32 probabilities (both backends) lie in [1.4e-45, 1], so every log-margin lies within ±103.3 (a tuned threshold
+# within ±104.3): a threshold beyond ±105 decides every input alike (all no_relation, or never no_relation).
+THRESHOLD_LIMIT = 105.0
 
 
 class ThresholdError(TacredError, ValueError):
@@ -85,4 +89,9 @@ def load_threshold(source: float | int | str | Path) -> float:
             raise ThresholdError(f"{path}: 'no_relation_threshold' must be a number, found {value!r}")
     if not np.isfinite(float(value)):
         raise ThresholdError(f"no_relation threshold must be finite, got {value!r}")
+    if abs(float(value)) > THRESHOLD_LIMIT:
+        raise ThresholdError(
+            f"no_relation threshold {value!r} is outside [-{THRESHOLD_LIMIT:g}, {THRESHOLD_LIMIT:g}]: it is a log-margin "
+            "(a relation r* is predicted iff log p(r*) > log p(no_relation) + threshold), and every margin of float32 "
+            "probabilities lies within that range")
     return float(value)

@@ -1,5 +1,5 @@
 """A checkpoint's label probabilities over one split (:class:`Evaluation`): what results, ensembles and the inspection
-notebooks read, whoever computed them (:func:`tacred.training.evaluate`, :func:`tacred.analysis.inspection.predict_split`)."""
+notebooks read, as :func:`tacred.training.evaluate` computes them (the one route of every command that scores a split)."""
 
 from __future__ import annotations
 

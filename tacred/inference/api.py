@@ -9,35 +9,59 @@ objects come back (:mod:`tacred.inference.predictor`).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
 from tacred.inference.outputs import Prediction
 from tacred.inference.predictor import Predictor
 
-__all__ = ["InputError", "Prediction", "Predictor", "load_model"]
+__all__ = ["InputError", "Prediction", "Predictor", "load_model", "tuned_threshold"]
+
+THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside a checkpoint
 
 
 def load_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
-               spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = None) -> Predictor:
+               spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> Predictor:
     """Load a trained model for prediction: a checkpoint (vocabularies and configuration are inside), a run folder,
     or an exported ONNX folder.
 
     ``device``: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``; one that is absent is a
-    :class:`tacred.devices.DeviceError`. ``threshold``: the no-relation threshold (a number or a ``threshold.json``).
-    ``max_tokens``: inputs longer than this are an :class:`InputError` (default: no limit).
+    :class:`tacred.devices.DeviceError`. ``threshold``: the no-relation threshold, a log-margin (a number or a
+    ``threshold.json``); by default the ``threshold.json`` beside the checkpoint or in the exported folder when there
+    is one (reported on the ``tacred`` logger and in ``.threshold_source``), else none; ``0`` is the plain argmax.
+    ``max_tokens``: inputs longer than this are an :class:`InputError` (default 512, as ``tacred serve``; None: no
+    limit).
 
     >>> m = load_model("runs/demo")                                    # doctest: +SKIP
     >>> m.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
     """
     from tacred.inference.onnx_backend import OnnxRelationModel, is_export_folder
 
-    options = {"threshold": threshold, "spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
+    options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     if is_export_folder(path):
-        return OnnxRelationModel(path, device=device, **options)
+        threshold = tuned_threshold(path) if threshold is None else threshold
+        return reported(OnnxRelationModel(path, device=device, threshold=threshold, **options))
     from tacred.checkpoints import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(path)
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
-    return load_checkpoint_predictor(checkpoint, device=device, **options)
+    threshold = tuned_threshold(checkpoint.parent) if threshold is None else threshold
+    return reported(load_checkpoint_predictor(checkpoint, device=device, threshold=threshold, **options))
+
+
+def tuned_threshold(folder: str | Path) -> str | None:
+    """The ``threshold.json`` of a checkpoint's folder or an exported folder, when there is one."""
+    path = Path(folder) / THRESHOLD_FILE
+    return str(path) if path.is_file() else None
+
+
+def reported(predictor: Predictor) -> Predictor:
+    """``predictor``, its threshold file (when one is used) said on the ``tacred`` logger."""
+    if predictor.threshold_source not in (None, "given"):
+        logging.getLogger("tacred").info(
+            "no-relation threshold %+.4f from %s (a log-margin; threshold=0 predicts the plain argmax)",
+            predictor.threshold, predictor.threshold_source)
+    return predictor

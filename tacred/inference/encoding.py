@@ -62,6 +62,8 @@ class InputEncoder(Protocol):
     no_relation: str
     object_types: set[str] | None  # entity types the model knows as objects (plain-text extraction); None: any
 
+    def known_types(self, role: str) -> set[str] | None: ...  # the input contract's types per role; None: any
+
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded: ...
 
 
@@ -82,12 +84,17 @@ class WordEncoder:
         self.labels = list(vocab.labels.itos)
         self.no_relation = vocab.no_relation
 
+    def known_types(self, role: str) -> set[str] | None:
+        """The entity types the model reads for ``role`` (``subject``, ``object``): its ``SUBJ-<TYPE>`` or
+        ``OBJ-<TYPE>`` words under entity masking, where another type would be an unknown word; None where the input
+        carries no type (no masking; the transformer's markers spell the type out as words): any type is accepted."""
+        prefix = {"subject": "SUBJ-", "object": "OBJ-"}[role]
+        return {w[len(prefix):] for w in self.vocab.words.itos if w.startswith(prefix)} or None
+
     @property
     def object_types(self) -> set[str] | None:
         """The entity types the model saw as objects: its ``OBJ-<TYPE>`` words (entity masking), else its NER tags."""
-        masked = {w[len("OBJ-"):] for w in self.vocab.words.itos if w.startswith("OBJ-")}
-        tags = {t for t in self.vocab.ner.itos if t not in ("O", PAD, UNK)}
-        return masked or tags or None
+        return self.known_types("object") or {t for t in self.vocab.ner.itos if t not in ("O", PAD, UNK)} or None
 
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded:
         rows = []
@@ -115,6 +122,11 @@ class MarkedEncoder(WordEncoder):
         if vocab.tokenizer is None:
             raise ValueError("its vocabularies hold no tokenizer")
         self.markers = TypedMarkers(vocab.tokenizer)
+
+    def known_types(self, role: str) -> set[str] | None:
+        """None: the markers spell a type out in words (``@ * person * ...``), which the tokenizer reads whatever
+        they are."""
+        return None
 
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded:
         from tacred.data.examples import DataFormatError

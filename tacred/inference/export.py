@@ -119,7 +119,8 @@ def quantize_onnx(source: Path, target: Path) -> None:
 
 
 def _run_facts(ckpt_path: Path, ckpt: Mapping[str, Any]) -> dict[str, Any]:
-    """What the checkpoint says about its training run: config, epochs, best dev F1, test scores beside it."""
+    """What the checkpoint says about its training run: config, hyperparameters, epochs, best dev F1, test scores
+    beside it."""
     import yaml
 
     config = yaml.safe_load(ckpt.get("tacred_config") or "{}") or {}
@@ -129,7 +130,7 @@ def _run_facts(ckpt_path: Path, ckpt: Mapping[str, Any]) -> dict[str, Any]:
             best = float(state["best_model_score"])
     metrics_file = ckpt_path.parent.parent / "test_metrics.json"
     test = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.is_file() else None
-    return {"config": config, "epoch": ckpt.get("epoch"), "global_step": ckpt.get("global_step"),
+    return {"config": config, "hyper_parameters": dict(ckpt.get("hyper_parameters") or {}), "epoch": ckpt.get("epoch"), "global_step": ckpt.get("global_step"),
             "best_dev_f1": best, "test": test, "test_metrics_file": str(metrics_file) if test else None}
 
 
@@ -238,7 +239,7 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
     examples checked. The summary gives both graphs' agreement and, where the examples carry gold labels, the micro F1
     of PyTorch and of the quantized graph (official TACRED scorer)."""
     from tacred.checkpoints import read_checkpoint
-    from tacred.training.module import RelationExtractor
+    from tacred.inference.trained import TrainedNetwork
 
     ckpt_path, out = Path(ckpt_path), Path(out)
     if fmt not in ("onnx", "torch"):
@@ -249,8 +250,8 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
         raise ExportError(f"min_agreement {min_agreement!r}: a share of examples in [0, 1]")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
-    ckpt = read_checkpoint(ckpt_path)
-    model = RelationExtractor.from_checkpoint(ckpt_path)
+    ckpt = read_checkpoint(ckpt_path)  # read once: the network, its vocabularies and the run's facts come from it
+    model = TrainedNetwork.from_checkpoint(ckpt_path, checkpoint=ckpt)
     facts = _run_facts(ckpt_path, ckpt)
     # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
     final, out = out, out.with_name(f".{out.name}.partial")
@@ -283,12 +284,16 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
     torch.save(model.net.state_dict(), out / "weights.pt")
     vocab.save(out / "vocab.json")
     (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
-    (out / "network.json").write_text(json.dumps(dict(model.hparams), indent=1, default=str), encoding="utf-8")
+    (out / "network.json").write_text(json.dumps(dict(facts["hyper_parameters"]), indent=1, default=str),
+                                      encoding="utf-8")
     encoder = default_encoder(vocab.to_dict())
     predictor = {"format": 1, "encoder": encoder, "output": "probabilities"}
     (out / PREDICTOR_FILE).write_text(json.dumps(predictor | ({"quantization": quantize} if quantize else {})),
                                       encoding="utf-8")
     (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
+    tuned = ckpt_path.parent / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
+    if tuned.is_file():
+        shutil.copy2(tuned, out / "threshold.json")
     summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None,
                                "quantization": quantize}
     if fmt == "onnx":

@@ -9,27 +9,32 @@ Accepted inputs (one, or a list of them for a batch):
   indices; optional ``h.type``/``t.type``);
 - a TACRED dict (``token``, ``subj_start`` …, ``stanford_pos``, ``stanford_ner``; ``relation`` optional).
 
-Raw text and untagged tokens go through spaCy (``nlp``, loaded by the caller on first need); TACRED dicts never do.
-Nothing here depends on the model kind or on torch.
+Every form is held to the same contract (:mod:`tacred.inference.input_rules`): spans at word boundaries, entity
+types the model knows, at most ``max_tokens`` tokens and 1,000,000 characters. Raw text and untagged tokens go
+through spaCy (``nlp``, loaded by the caller on first need); TACRED dicts never do. Nothing here depends on the model
+kind or on torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import TYPE_CHECKING, Any
+
+from tacred.inference.input_rules import (
+    InputError,
+    check_characters,
+    check_entity_type,
+    check_max_tokens,
+    check_token_count,
+    check_word_boundaries,
+)
 
 if TYPE_CHECKING:
     from spacy.language import Language
 
+    from tacred.data.annotate import Marked
 
-class InputError(ValueError):
-    """An input the model cannot read; the message names the item and the problem. ``item`` is the input's position
-    in the list given (None when no one input is at fault) and ``problem`` the message without the position."""
-
-    def __init__(self, message: str, item: int | None = None, problem: str | None = None) -> None:
-        super().__init__(message)
-        self.item = item
-        self.problem = message if problem is None else problem
+__all__ = ["InputError", "InputReader", "as_items", "check_marked"]
 
 
 def as_items(inputs: Any) -> tuple[list[Any], bool]:
@@ -39,6 +44,14 @@ def as_items(inputs: Any) -> tuple[list[Any], bool]:
     if not isinstance(items, Sequence) or isinstance(items, (bytes, bytearray)):
         raise InputError(f"expected a string, a dict or a list of them, found {type(inputs).__name__}")
     return list(items), single
+
+
+def check_marked(marked: Marked) -> None:
+    """The checks of a marked sentence or offsets record that need neither spaCy nor the model (``tacred predict``
+    runs them on every line before loading either): its length in characters and spans at word boundaries."""
+    check_characters(marked.text)
+    check_word_boundaries(marked.text, marked.subj, "subject")
+    check_word_boundaries(marked.text, marked.obj, "object")
 
 
 def _pair(value: Any, what: str) -> tuple[int, int]:
@@ -76,12 +89,16 @@ class InputReader:
         max_tokens: the most tokens an input may have (None: no limit); longer inputs are an :class:`InputError`,
             found before spaCy runs where the text alone shows it (spaCy never makes fewer tokens than there are
             whitespace-separated words).
+        subject_types, object_types: the entity types the model knows in each role (None: any); a type given with
+            an input must be one of them.
     """
 
-    def __init__(self, no_relation: str, nlp: Callable[[], Language], max_tokens: int | None = None) -> None:
+    def __init__(self, no_relation: str, nlp: Callable[[], Language], max_tokens: int | None = None,
+                 subject_types: Set[str] | None = None, object_types: Set[str] | None = None) -> None:
         self.no_relation = no_relation
         self.nlp = nlp
-        self.max_tokens = max_tokens
+        self.max_tokens = check_max_tokens(max_tokens)
+        self.known = {"subject": subject_types, "object": object_types}
 
     def read(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
@@ -120,9 +137,16 @@ class InputReader:
         return f"input {slot}" if count > 1 else "input"
 
     def _check_length(self, count: int, exact: bool = True) -> None:
-        if self.max_tokens is not None and count > self.max_tokens:
-            what = "tokens" if exact else "words (at least as many tokens)"
-            raise InputError(f"{count} {what}, more than the limit of {self.max_tokens} tokens per input")
+        check_token_count(count, self.max_tokens, exact)
+
+    def _check_types(self, subject_type: str | None, object_type: str | None) -> None:
+        check_entity_type(subject_type, "subject", self.known["subject"])
+        check_entity_type(object_type, "object", self.known["object"])
+
+    def _check_text(self, marked: Marked) -> None:
+        check_marked(marked)
+        self._check_types(marked.subj_type, marked.obj_type)
+        self._check_length(len(marked.text.split()), exact=False)
 
     # -- one input --------------------------------------------------------------------------------
     def _read(self, item: Any, slot: int) -> None:
@@ -146,15 +170,15 @@ class InputReader:
                 (h, htype), (t, ttype) = _entity(item, "h"), _entity(item, "t")
                 record = {"text": text, "subj": list(h), "obj": list(t), "subj_type": htype, "obj_type": ttype}
                 marked, _, _ = parse_offsets({k: v for k, v in record.items() if v is not None})
-                self._check_length(len(text.split()), exact=False)
+                self._check_text(marked)
                 self._texts.append((slot, marked, ex_id))
             elif "text" in item and ("subj" in item or "obj" in item):
                 marked, _, _ = parse_offsets({k: v for k, v in item.items() if k != "relation"})
-                self._check_length(len(marked.text.split()), exact=False)
+                self._check_text(marked)
                 self._texts.append((slot, marked, ex_id))
             elif "text" in item:
                 marked = parse_markers(_text(item))
-                self._check_length(len(marked.text.split()), exact=False)
+                self._check_text(marked)
                 self._texts.append((slot, marked, ex_id))
             else:
                 raise InputError("expected 'text' (a marked sentence or offsets), 'token' with 'h'/'t' (OpenNRE), "
@@ -170,6 +194,7 @@ class InputReader:
         problem = check_example(example)
         if problem:
             raise InputError(problem)
+        self._check_types(example["subj_type"], example["obj_type"])
         self._check_length(len(example["token"]))
         example.setdefault("id", f"#{slot}")
         return example
@@ -183,6 +208,7 @@ class InputReader:
                 raise InputError(f"'token' has an empty or non-string token at position {k}: {tok!r}")
         self._check_length(len(tokens))
         (h, htype), (t, ttype) = _entity(item, "h"), _entity(item, "t")
+        self._check_types(htype, ttype)
         spans = []
         for key, (start, end) in (("h", h), ("t", t)):
             if not 0 <= start < end <= len(tokens):

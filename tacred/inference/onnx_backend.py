@@ -11,6 +11,7 @@ import numpy as np
 
 from tacred.checkpoints import CheckpointError
 from tacred.inference.encoding import build_encoder, default_encoder
+from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.predictor import Predictor
 
 PREDICTOR_FILE = "predictor.json"  # {"format": 1, "encoder": "words", "output": "probabilities"}
@@ -52,7 +53,7 @@ class OnnxRelationModel(Predictor):
     """
 
     def __init__(self, folder: str | Path, device: str = "auto", threshold: float | str | None = None,
-                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = None) -> None:
+                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
         folder = Path(folder)
         if not is_export_folder(folder):
             raise CheckpointError(f"{folder}: not an exported model folder (no model.onnx; write one with "

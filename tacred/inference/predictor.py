@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tacred.inference.encoding import InputEncoder
+from tacred.inference.input_rules import MAX_TOKENS, check_max_tokens
 from tacred.inference.inputs import InputError, InputReader, as_items
 from tacred.inference.outputs import Prediction, predictions
 
@@ -46,14 +47,15 @@ class Predictor:
     Args:
         encoder: turns TACRED dicts into the network's arrays (chosen by the checkpoint's or export's metadata).
         backend: runs the network on a batch of arrays.
-        threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a number or a ``threshold.json``), or None.
+        threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a log-margin: a number or a
+            ``threshold.json``), or None (the argmax).
         spacy_model: spaCy pipeline for raw text (default: the first installed English model).
         batch_size: examples per forward pass.
-        max_tokens: the most tokens an input may have (None: no limit).
+        max_tokens: the most tokens an input may have (default 512, as ``tacred serve``; None: no limit).
     """
 
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
-                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = None) -> None:
+                 spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
         from tacred.evaluation.decision import load_threshold
 
         if batch_size < 1:
@@ -61,9 +63,10 @@ class Predictor:
         self.encoder = encoder
         self.backend = backend
         self.threshold = None if threshold is None else load_threshold(threshold)
+        self.threshold_source = threshold_source(threshold)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
-        self.max_tokens = max_tokens
+        self.max_tokens = check_max_tokens(max_tokens)
         self._nlp: Language | None = None
 
     @property
@@ -143,9 +146,27 @@ class Predictor:
 
     def to_examples(self, items: Sequence[Any]) -> list[dict[str, Any]]:
         """Validated TACRED dicts for a list of inputs; raises :class:`InputError` naming the first bad item."""
-        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read(items)
+        return self._reader().read(items)
 
     def to_examples_each(self, items: Sequence[Any]) -> list[dict[str, Any] | InputError]:
         """For each input, its validated TACRED dict or the :class:`InputError` naming it (a bad input spoils no
         other)."""
-        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens).read_each(items)
+        return self._reader().read_each(items)
+
+    def _reader(self) -> InputReader:
+        """The input contract of this model (the entity types it reads, when it reads them)."""
+        known = getattr(self.encoder, "known_types", lambda role: None)
+        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens, known("subject"),
+                           known("object"))
+
+
+def threshold_source(threshold: float | str | None) -> str | None:
+    """Where a threshold came from: the path of its ``threshold.json``, ``"given"`` for a number (also one written
+    as text), None without a threshold."""
+    if threshold is None:
+        return None
+    try:
+        float(threshold)
+    except (TypeError, ValueError):
+        return str(threshold)
+    return "given"

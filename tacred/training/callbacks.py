@@ -1,5 +1,6 @@
 """The callbacks of ``fit`` and ``predict``: ``last.ckpt`` kept current, so that a run killed at any moment resumes
-exactly; ``predictions.jsonl`` written from every process's predictions."""
+exactly; ``predictions.jsonl`` written from every process's predictions; and Lightning's checkpoint reading routed
+through :func:`tacred.checkpoints.read_checkpoint`, so one command reads its checkpoint once."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter, Checkpoint
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 
 class LastCheckpoint(Checkpoint):
@@ -51,3 +53,14 @@ class PredictionFileWriter(BasePredictionWriter):
 
         outputs, self._outputs = self._outputs, []
         write_predictions(pl_module, *stack_outputs(outputs, len(pl_module.vocab.labels)))
+
+
+class CheckpointReadOnce(TorchCheckpointIO):
+    """Lightning's checkpoint input and output, reading through :func:`tacred.checkpoints.read_checkpoint` (the safe
+    loader, on the CPU): inside :func:`tacred.checkpoints.reading_once` the restore gets the contents the command
+    read already. Writing is Lightning's own."""
+
+    def load_checkpoint(self, path: Any, map_location: Any = None, weights_only: bool | None = None) -> dict[str, Any]:
+        from tacred.checkpoints import read_checkpoint
+
+        return read_checkpoint(path)

@@ -12,11 +12,12 @@ from typing import Any, ClassVar, Literal
 from jsonargparse import Namespace
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, ModelSummary, Timer
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
 from tacred.errors import ConfigError
 from tacred.option_rules import OptionError
-from tacred.training.callbacks import LastCheckpoint, PredictionFileWriter
+from tacred.training.callbacks import CheckpointReadOnce, LastCheckpoint, PredictionFileWriter
 from tacred.training.datamodule import TacredDataModule
 from tacred.training.module import RelationExtractor
 from tacred.training.progress import EpochSummary, TextModelSummary
@@ -223,6 +224,17 @@ class TacredCLI(LightningCLI):
                 raise
             raise command_line_error(cause) from None
 
+    def _parse_ckpt_path(self) -> None:
+        """Lightning's, with the checkpoint's hyperparameters taken from the contents read already (LightningCLI
+        would load the whole file once more for them)."""
+        ckpt_path = self.config[self.config.subcommand].get("ckpt_path") if self.config.get("subcommand") else None
+        if not ckpt_path or not Path(ckpt_path).is_file():
+            return
+        hparams = dict(self._checkpoint(ckpt_path).get("hyper_parameters") or {})
+        hparams.pop("_instantiator", None)
+        if hparams:
+            self.config = self.parser.parse_object({self.config.subcommand: {"model": hparams}}, self.config)
+
     def _checkpoint(self, path: str) -> dict[str, Any]:
         if self._read is not None and self._read[0] == str(path):
             return self._read[1]  # read once, by tacred.cli
@@ -238,6 +250,9 @@ class TacredCLI(LightningCLI):
 
     def after_instantiate_classes(self) -> None:
         check_launched_processes(self.trainer)
+        if type(self.trainer.strategy.checkpoint_io) is TorchCheckpointIO:  # not one the user chose
+            # Lightning's restore reads through tacred's reader: once per command (checkpoints.reading_once)
+            self.trainer.strategy.checkpoint_io = CheckpointReadOnce()
         if self._start_checkpoint is not None:
             cfg = self.config[self.subcommand] if self.subcommand else self.config
             check_compatible(self._start_checkpoint, self.model, cfg.ckpt_path)

@@ -21,14 +21,25 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
     """Run ``tacred COMMAND ARGS`` (``argv``: COMMAND, then its options spelled with underscores) and return the
     finished :class:`~tacred.training.cli.TacredCLI`. ``callbacks``: Lightning callbacks added to the Trainer's
     (a tuning trial's pruning callback). A command that fails removes what it added to the run folder unless a
-    checkpoint was written, or ``keep_failed`` is given."""
+    checkpoint was written, or ``keep_failed`` is given. The ``--ckpt_path`` file is read once, for the checks, the
+    configuration, the vocabularies and Lightning's restore alike (:func:`tacred.checkpoints.reading_once`)."""
+    from tacred.checkpoints import reading_once
+
+    with reading_once():
+        return _lightning_command(argv, callbacks, keep_failed)
+
+
+def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: bool) -> TacredCLI:
+    from tacred.training.command_checks import check_command
     from tacred.training.config_files import check_config_files
     from tacred.training.run_folder import RunFolderGuard
 
     guard = RunFolderGuard()
     try:
         check_config_files(argv)
+        argv = split_files_from_here(argv)
         ckpt_path = option_value(argv, "--ckpt_path")
+        check_command(argv, files=False)  # option values before torch and Lightning load, data files below
         from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
         checkpoint = None
@@ -46,6 +57,7 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
             checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
             warn_replaced_options(argv, checkpoint)
             argv = with_checkpoint_config(argv, checkpoint)
+        check_command(argv)  # the data files, of the checkpoint's configuration with the command line's
         from tacred.training.cli import TacredCLI
 
         extra: dict[str, Any] = {"trainer_defaults": {"callbacks": list(callbacks)}} if callbacks else {}
@@ -65,6 +77,25 @@ def option_value(argv: Sequence[str], name: str) -> str | None:
         if arg.startswith(name + "="):
             return arg.split("=", 1)[1]
     return None
+
+
+SPLIT_FILE_OPTIONS = tuple(f"--data.{split}_file" for split in ("train", "dev", "test", "predict"))
+
+
+def split_files_from_here(argv: list[str]) -> list[str]:
+    """A split file given on the command line is relative to the current folder (made absolute here), unless
+    ``--data.data_dir`` is given on the same command line, which the split files are then relative to. A
+    ``data_dir`` from a config file or a checkpoint stays what it was; it applies to the files they name."""
+    if option_value(argv, "--data.data_dir") is not None:
+        return argv
+    out = list(argv)
+    for i, arg in enumerate(out):
+        for name in SPLIT_FILE_OPTIONS:
+            if arg == name and i + 1 < len(out) and not Path(out[i + 1]).is_absolute():
+                out[i + 1] = str(Path(out[i + 1]).absolute())
+            elif arg.startswith(name + "=") and not Path(value := arg.split("=", 1)[1]).is_absolute():
+                out[i] = f"{name}={Path(value).absolute()}"
+    return out
 
 
 def warn_replaced_options(argv: list[str], checkpoint: dict[str, Any]) -> None:

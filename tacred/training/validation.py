@@ -9,7 +9,8 @@ from typing import Any
 
 from tacred.errors import LINK_SOURCES, ConfigError
 from tacred.models.config import NetworkConfig
-from tacred.option_rules import OptionError, Rule, at_least, shown
+from tacred.option_rules import OptionError, shown
+from tacred.training.command_checks import check_trainer_and_threads
 from tacred.training.datamodule import TacredDataModule
 from tacred.training.module import RelationExtractor
 
@@ -26,34 +27,12 @@ def command_line_error(err: OptionError) -> ConfigError:
     return ConfigError(f"--{LINK_SOURCES.get(option, option)} {shown(err.value)}: {err.rule}")
 
 
-def _epochs(value: Any, trainer: Any) -> str | None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1)
-    return None if value is None or ok else "must be >= 1 (or -1 for no limit)"
-
-
-# Lightning's Trainer takes many more options; these would otherwise fail late or pass silently
-TRAINER_RULES: dict[str, Rule] = {
-    "max_epochs": _epochs,
-    "min_epochs": at_least(0, none_ok=True),
-    "gradient_clip_val": at_least(0, none_ok=True),
-    "accumulate_grad_batches": at_least(1, none_ok=True),
-    "check_val_every_n_epoch": at_least(1, none_ok=True),
-    "log_every_n_steps": at_least(1, none_ok=True),
-}
-
-
 def check_command_line(cfg: Any) -> None:
     """The Trainer options of :data:`TRAINER_RULES`, the accelerator and ``--num_threads`` of a parsed command line,
     before anything is built (raises :class:`ConfigError`)."""
+    check_trainer_and_threads(cfg)  # the rules tacred.training.command_checks applied before Lightning loaded
     trainer = cfg.get("trainer") or {}
-    for name, rule in TRAINER_RULES.items():
-        problem = rule(trainer.get(name), trainer)
-        if problem:
-            raise ConfigError(f"--trainer.{name} {trainer.get(name)!r}: {problem}")
     if trainer.get("accelerator") is not None:
         from tacred.devices import check_accelerator
 
         check_accelerator(trainer["accelerator"], "--trainer.accelerator")
-    problem = at_least(1, none_ok=True)(cfg.get("num_threads"), cfg)
-    if problem:
-        raise ConfigError(f"--num_threads {cfg.get('num_threads')!r}: {problem}")

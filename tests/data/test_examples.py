@@ -55,6 +55,18 @@ def test_a_corrupted_example_names_file_index_id_and_problem(write_json, corrupt
     assert str(path) in text and "example 2 (id 'ex2')" in text and message in text
 
 
+@pytest.mark.parametrize("layout", [{"indent": 2}, {}])
+def test_a_json_object_instead_of_a_list_says_the_file_must_hold_a_list(write_json, layout, tmp_path):
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"data": [make_example(0)], "version": 1}, **layout))
+    with pytest.raises(DataFormatError) as err:
+        load_examples(path)
+    assert str(err.value) == (f"{path}: holds a JSON object (keys 'data', 'version'), not a list of examples: the file "
+                              "must hold a JSON list of TACRED examples, or JSON Lines with one example per line")
+    one_line = write_json("one.jsonl", make_example(0))  # JSON Lines with one example still load
+    assert [ex.id for ex in load_examples(one_line).examples] == ["ex0"]
+
+
 def test_invalid_json_names_the_line(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('[\n{"id": "a",\n "token": [}\n]')

@@ -57,6 +57,10 @@ def test_parser_reads_blocks_with_crlf(tmp_path: Path) -> None:
     ([BLOCKS[0], (BLOCKS[0][0].replace("1", "7", 1), "Other", "Comment:", "stray")], "line 8, id 7: expected a blank"),
     ([BLOCKS[0], BLOCKS[0]], "line 5, id 1: id already used on line 1"),
     ([("1 The gardener planted tulips.", "Other")], "line 1: expected 'ID<TAB>\"sentence\"'"),
+    ([BLOCKS[0], (BLOCKS[1][0].replace("\t", " "), *BLOCKS[1][1:])],
+     "line 5, id 2: the id and the sentence must be separated by one tab, found ' '"),
+    ([(BLOCKS[0][0].replace("\t", "\t\t"), *BLOCKS[0][1:])],
+     "line 1, id 1: the id and the sentence must be separated by one tab, found '\\t\\t'"),
 ])
 def test_parser_errors_name_file_line_and_id(tmp_path: Path, blocks, problem: str) -> None:
     path = write_release_file(tmp_path / "bad.txt", blocks)

@@ -164,14 +164,14 @@ def test_the_test_flag_changes_predictions_as_expected(checkpoint, tmp_path):
     plain = run_test(checkpoint, tmp_path / "plain")
     assert "threshold" not in (tmp_path / "plain" / "test_score.txt").read_text()
     assert run_test(checkpoint, tmp_path / "zero", "--model.no_relation_threshold", "0") == plain
-    silent = run_test(checkpoint, tmp_path / "high", "--model.no_relation_threshold", "1000")
+    silent = run_test(checkpoint, tmp_path / "high", "--model.no_relation_threshold", "100")
     assert {row["relation"] for row in silent} == {"no_relation"}
-    eager = run_test(checkpoint, tmp_path / "low", "--model.no_relation_threshold", "-1000")
+    eager = run_test(checkpoint, tmp_path / "low", "--model.no_relation_threshold", "-100")
     assert "no_relation" not in {row["relation"] for row in eager}
     report = (tmp_path / "high" / "test_score.txt").read_text()
     assert "untuned (argmax)" in report and "thresholded" in report
     metrics = json.loads((tmp_path / "high" / "test_metrics.json").read_text())
-    assert metrics["no_relation_threshold"] == 1000 and metrics["recall"] == 0.0 and "untuned" in metrics
+    assert metrics["no_relation_threshold"] == 100 and metrics["recall"] == 0.0 and "untuned" in metrics
 
 
 def test_the_test_flag_reads_threshold_json(checkpoint, tmp_path):

@@ -1,0 +1,121 @@
+"""The command line of ``tacred fit/validate/test/predict`` checked before Lightning is imported (several seconds):
+the Trainer options that would fail late, ``--num_threads``, and the data files the command reads (present, and
+not plainly malformed). The classes check their own options again when they are built."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tacred.errors import ConfigError
+from tacred.option_rules import Rule, at_least
+
+
+def _epochs(value: Any, options: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1)
+    return None if value is None or ok else "must be >= 1 (or -1 for no limit)"
+
+
+# Lightning's Trainer takes many more options; these would otherwise fail late or pass silently
+TRAINER_RULES: dict[str, Rule] = {
+    "max_epochs": _epochs,
+    "min_epochs": at_least(0, none_ok=True),
+    "gradient_clip_val": at_least(0, none_ok=True),
+    "accumulate_grad_batches": at_least(1, none_ok=True),
+    "check_val_every_n_epoch": at_least(1, none_ok=True),
+    "log_every_n_steps": at_least(1, none_ok=True),
+}
+
+# the splits each command reads
+STAGE_SPLITS = {"fit": ("train", "dev"), "validate": ("dev",), "test": ("test",), "predict": ("predict",)}
+
+
+def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
+    """The Trainer options of :data:`TRAINER_RULES` and ``num_threads`` of a configuration (nested mappings, or
+    jsonargparse's namespace)."""
+    trainer = config.get("trainer") or {}
+    if not hasattr(trainer, "get"):
+        return
+    for name, rule in TRAINER_RULES.items():
+        problem = rule(trainer.get(name), trainer)
+        if problem:
+            raise ConfigError(f"--trainer.{name} {trainer.get(name)!r}: {problem}")
+    problem = at_least(1, none_ok=True)(config.get("num_threads"), config)
+    if problem:
+        raise ConfigError(f"--num_threads {config.get('num_threads')!r}: {problem}")
+
+
+def given_config(argv: Sequence[str]) -> dict[str, Any]:
+    """The options of ``COMMAND ARGS`` as jsonargparse would merge them, as far as plain values go: every
+    ``--config`` (a file, or YAML text as a checkpoint's stored configuration is passed) then ``--a.b VALUE`` in
+    order. Values are read as YAML (``-1`` is a number); what is not a plain option is left to Lightning."""
+    import yaml
+
+    from tacred.training.config_files import load_yaml
+
+    merged: dict[str, Any] = {}
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, value = (arg.split("=", 1) + [None])[:2] if arg.startswith("--") else (arg, None)
+        if value is None and i + 1 < len(args) and not args[i + 1].startswith("--"):
+            value, i = args[i + 1], i + 1
+        i += 1
+        if name in ("--config", "-c") and value is not None:
+            loaded = yaml.safe_load(value) if "\n" in value else load_yaml(value)
+            _merge(merged, loaded if isinstance(loaded, dict) else {})
+        elif name.startswith("--") and value is not None:
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                parsed = value
+            _merge(merged, _nested(name[2:].split("."), parsed))
+    return merged
+
+
+def _nested(keys: list[str], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for key in reversed(keys):
+        out = {key: out}
+    return out
+
+
+def _merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
+    for key, value in new.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def data_files(command: str, config: Mapping[str, Any]) -> list[Path]:
+    """The data files ``command`` reads under ``config`` (the rule of ``TacredDataModule.path``)."""
+    data = config.get("data") or {}
+    if not isinstance(data, Mapping):
+        return []
+    init = data.get("init_args") if isinstance(data.get("init_args"), Mapping) else data
+    data_dir = init.get("data_dir")
+    names = {"train": init.get("train_file") or "train.json", "dev": init.get("dev_file") or "dev.json",
+             "test": init.get("test_file") or "test.json"}
+    names["predict"] = init.get("predict_file") or names["test"]
+    paths = []
+    for split in STAGE_SPLITS.get(command, ()):
+        name = Path(str(names[split]))
+        paths.append(name if name.is_absolute() or not data_dir else Path(str(data_dir)) / name)
+    return paths
+
+
+def check_command(argv: Sequence[str], files: bool = True) -> None:
+    """``COMMAND ARGS`` checked before Lightning: Trainer options, ``--num_threads`` and, with ``files``, the data
+    files the command reads (:func:`tacred.data.examples.check_data_file`)."""
+    from tacred.data.examples import check_data_file
+
+    if any(a in ("-h", "--help") or a.startswith("--print_config") for a in argv):
+        return
+    config = given_config(argv)
+    check_trainer_and_threads(config)
+    if files:
+        for path in data_files(argv[0], config):
+            check_data_file(path)
