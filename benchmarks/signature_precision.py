@@ -75,7 +75,7 @@ def signature_effect(checkpoint: str | Path, split: str | Path, name: str) -> Si
                            sum(predicted[i] == gold[i] for i in removed))
 
 
-def plain_text_effect(checkpoint: str | Path, split: str | Path) -> str:
+def plain_text_effect(checkpoint: str | Path, split: str | Path, limit: int | None = None) -> str:
     """``tacred extract``'s view: the split's sentences as plain text, extracted without and with signatures; how
     many relations each gives and how many of them break a signature."""
     import json
@@ -87,7 +87,7 @@ def plain_text_effect(checkpoint: str | Path, split: str | Path) -> str:
 
     model = load_model(checkpoint, device="cpu")
     signatures: Signatures = model.encoder.vocab.signatures
-    texts = [" ".join(r["token"]) for r in json.loads(Path(split).read_text(encoding="utf-8"))]
+    texts = [" ".join(r["token"]) for r in json.loads(Path(split).read_text(encoding="utf-8"))][:limit]
     types = SignatureFilter(signatures, model.labels, model.encoder.no_relation)
     line = []
     for use in (False, True):
@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ckpt_path", default=None, help="a checkpoint or run folder trained with signatures")
     parser.add_argument("--split", nargs="*", default=[], help="TACRED-format files to score")
+    parser.add_argument("--plain_text", type=int, default=None,
+                        help="extract from the first N sentences of each split as plain text (default all; 0: none)")
     parser.add_argument("--demo", action="store_true", help="train the demo model and score its test split and "
                                                             "../shared/data/tacred_sample/test.json")
     args = parser.parse_args(argv)
@@ -132,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|")
     for split, name in splits:
         print(signature_effect(checkpoint, split, name).row(), flush=True)
-    print()
-    for split, name in splits:
-        print(f"- {name}: {plain_text_effect(checkpoint, split)}", flush=True)
+    print(flush=True)
+    for split, name in splits if args.plain_text != 0 else []:
+        print(f"- {name}: {plain_text_effect(checkpoint, split, args.plain_text)}", flush=True)
     return 0
 
 

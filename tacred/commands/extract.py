@@ -98,6 +98,8 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _extract(args: argparse.Namespace) -> int:
+    from concurrent.futures.process import BrokenProcessPool
+
     from tacred.data.spacy_pipeline import SpacyModelError
     from tacred.errors import TacredError, one_line
     from tacred.extraction.documents import InputFormatError, read_documents
@@ -135,6 +137,10 @@ def _extract(args: argparse.Namespace) -> int:
                 RayEngineError) as err:
             print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
             return 2
+        except BrokenProcessPool as err:
+            again = "; run the same command to go on where it stopped" if args.output else ""
+            print(f"tacred extract: error: a worker process died ({err}){again}", file=sys.stderr)
+            return 1
         except KeyboardInterrupt:
             again = " (run the same command to go on where it stopped)" if args.output else ""
             print(f"tacred extract: interrupted{again}", file=sys.stderr)
