@@ -8,7 +8,6 @@ id and recorded in ``conversion.json`` so that test scores can count it as a ``n
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
+from tacred.data.release_blocks import labelled_sentences
 from tacred.data.spacy_pipeline import (
     NOMINAL,
     Annotation,
@@ -25,7 +25,7 @@ from tacred.data.spacy_pipeline import (
     model_id,
     tacred_example,
 )
-from tacred.errors import TacredError, read_text
+from tacred.errors import TacredError
 from tacred.io import write_json
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ RELATIONS = (
 # The declared label set (37): fixed order, no_relation first, never derived from what a split holds.
 KBP37_LABELS = (NO_RELATION, *(f"{r}({a},{b})" for r in RELATIONS for a, b in (("e1", "e2"), ("e2", "e1"))))
 SPLITS = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
-_SENTENCE = re.compile(r'(\d+)\t"(.*)"\s*')
 _MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")
 
 
@@ -102,35 +101,11 @@ def read_kbp37(path: str | Path) -> list[KBP37Record]:
     A sentence whose entities cannot be used is kept with ``problem`` set; a file that breaks the format (a line
     that is not a sentence, an unknown label, a repeated id) raises :class:`KBP37Error`."""
     path = Path(path)
-    if not path.is_file():
-        raise KBP37Error(f"{path}: KBP37 file not found")
-    lines = read_text(path, "KBP37 source").splitlines()
-    labels = frozenset(KBP37_LABELS)
-    records: list[KBP37Record] = []
-    seen: dict[int, int] = {}
-    i = 0
-    while i < len(lines):
-        if not lines[i].strip():
-            i += 1
-            continue
-        m = _SENTENCE.fullmatch(lines[i])
-        if m is None:
-            raise KBP37Error(f"{path}, line {i + 1}: expected 'ID<TAB>\"sentence\"', found {lines[i][:60]!r}")
-        ex_id, line_no = int(m.group(1)), i + 1
-        if ex_id in seen:
-            raise KBP37Error(f"{path}, line {line_no}, id {ex_id}: id already used on line {seen[ex_id]}")
-        seen[ex_id] = line_no
-        label = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        if label not in labels:
-            raise KBP37Error(f"{path}, line {i + 2}, id {ex_id}: expected a KBP37 label (e.g. "
-                             f"'per:employee_of(e1,e2)' or 'no_relation'), found {label!r}")
-        if i + 2 < len(lines) and lines[i + 2].strip():
-            raise KBP37Error(f"{path}, line {i + 3}, id {ex_id}: expected a blank line, found {lines[i + 2][:60]!r}")
-        tokens, subj, obj, problem = _parse_tokens(m.group(2))
-        records.append(KBP37Record(ex_id, tokens, subj, obj, label, line_no, str(path), problem))
-        i += 2
-    if not records:
-        raise KBP37Error(f"{path}: no examples found")
+    example = "a KBP37 label (e.g. 'per:employee_of(e1,e2)' or 'no_relation')"
+    records = []
+    for ex_id, sentence, label, line in labelled_sentences(path, "KBP37", frozenset(KBP37_LABELS), example, KBP37Error):
+        tokens, subj, obj, problem = _parse_tokens(sentence)
+        records.append(KBP37Record(ex_id, tokens, subj, obj, label, line, str(path), problem))
     return records
 
 

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -17,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
 from tacred.data.annotate import MarkerError, parse_markers
+from tacred.data.release_blocks import labelled_sentences
 from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
-from tacred.errors import TacredError, read_text
+from tacred.errors import TacredError
 from tacred.io import write_json
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ TRAIN_FILE = "TRAIN_FILE.TXT"
 TEST_FILE = "TEST_FILE_FULL.TXT"
 HUB_NAME = "SemEvalWorkshop/sem_eval_2010_task_8"
 _FILE_LABELS = frozenset((OTHER, *SEMEVAL_LABELS[1:]))
-_SENTENCE = re.compile(r'(\d+)\s+"(.*)"\s*')
 
 
 class SemEvalError(TacredError, ValueError):
@@ -60,42 +59,9 @@ class SemEvalRecord:
 def read_semeval(path: str | Path) -> list[SemEvalRecord]:
     """Parse a release file: ``ID<TAB>"sentence"``, a label line, an optional ``Comment:`` line, a blank."""
     path = Path(path)
-    if not path.is_file():
-        raise SemEvalError(f"{path}: SemEval file not found")
-    lines = read_text(path, "SemEval source").splitlines()  # handles CRLF and LF
-    records: list[SemEvalRecord] = []
-    seen: dict[int, int] = {}
-    i = 0
-    while i < len(lines):
-        if not lines[i].strip():
-            i += 1
-            continue
-        m = _SENTENCE.fullmatch(lines[i])
-        if m is None:
-            raise SemEvalError(f"{path}, line {i + 1}: expected 'ID<TAB>\"sentence\"', found {lines[i][:60]!r}")
-        separator = lines[i][m.end(1):m.start(2) - 1]
-        if separator != "\t":
-            raise SemEvalError(f"{path}, line {i + 1}, id {m.group(1)}: the id and the sentence must be separated by "
-                               f"one tab, found {separator!r}")
-        ex_id, line_no = int(m.group(1)), i + 1
-        if ex_id in seen:
-            raise SemEvalError(f"{path}, line {line_no}, id {ex_id}: id already used on line {seen[ex_id]}")
-        seen[ex_id] = line_no
-        label = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        if label not in _FILE_LABELS:
-            raise SemEvalError(
-                f"{path}, line {i + 2}, id {ex_id}: expected a relation label (e.g. 'Cause-Effect(e1,e2)' "
-                f"or 'Other'), found {label!r}"
-            )
-        i += 2
-        if i < len(lines) and lines[i].startswith("Comment"):
-            i += 1
-        if i < len(lines) and lines[i].strip():
-            raise SemEvalError(f"{path}, line {i + 1}, id {ex_id}: expected a blank line, found {lines[i][:60]!r}")
-        records.append(SemEvalRecord(ex_id, m.group(2), label, line_no, str(path)))
-    if not records:
-        raise SemEvalError(f"{path}: no examples found")
-    return records
+    example = "a relation label (e.g. 'Cause-Effect(e1,e2)' or 'Other')"
+    return [SemEvalRecord(ex_id, sentence, label, line, str(path))
+            for ex_id, sentence, label, line in labelled_sentences(path, "SemEval", _FILE_LABELS, example, SemEvalError)]
 
 
 def convert_records(
