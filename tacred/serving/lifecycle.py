@@ -9,6 +9,7 @@ process still alive after it is terminated (then killed).
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing as mp
 import os
 import signal
@@ -16,12 +17,26 @@ import sys
 from typing import Any
 
 _MAIN_PID = os.getpid()
+_STOPPING = False
 
 
 def _interrupt(signum: int, frame: Any) -> None:
+    global _STOPPING
     if os.getpid() != _MAIN_PID:  # a forked child (LitServe's HTTP server re-raises the signal it caught): just end
         raise SystemExit(0)
+    _STOPPING = True
     raise KeyboardInterrupt
+
+
+class ShutdownRace(logging.Filter):
+    """Drops LitServe's "Monitoring worker crashed" once a stop has begun: its monitoring thread polls a shutdown
+    flag that lives in the manager process, and when the manager is gone first the poll fails with a broken pipe,
+    which says nothing about the server (a stop that is going as it should)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        lost = record.exc_info is not None and isinstance(record.exc_info[1], (BrokenPipeError, EOFError,
+                                                                               ConnectionError))
+        return not (_STOPPING and lost and record.getMessage() == "Monitoring worker crashed")
 
 
 def stop_children(grace_s: float = 5.0) -> None:
@@ -40,8 +55,9 @@ def stop_children(grace_s: float = 5.0) -> None:
 
 def run_until_stopped(server: Any, host: str, port: int, log_level: str = "warning") -> int:
     """``server.run(...)`` until SIGTERM or SIGINT; 0 after a clean stop, 1 when the model worker failed to start."""
-    global _MAIN_PID
-    _MAIN_PID = os.getpid()
+    global _MAIN_PID, _STOPPING
+    _MAIN_PID, _STOPPING = os.getpid(), False
+    logging.getLogger("litserve.server").addFilter(ShutdownRace())  # kept: the thread may log after run() returns
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     status = 0
     try:

@@ -51,3 +51,31 @@ def test_the_quiet_loop_is_the_batched_loop_with_only_its_wait_replaced():
 
     assert issubclass(QuietBatchedLoop, BatchedLoop)
     assert [n for n, v in vars(QuietBatchedLoop).items() if callable(v)] == ["get_batch_requests"]
+
+
+def test_the_monitoring_threads_broken_pipe_on_a_stop_is_dropped_and_nothing_else() -> None:
+    """LitServe's monitoring thread polls a shutdown flag held by its manager process; when a stop ends the manager
+    first, the poll's broken pipe was logged as a traceback. The filter drops that record during a stop only."""
+    import inspect
+    import logging
+
+    from litserve.server import LitServer
+
+    from tacred.serving import lifecycle
+
+    assert "Monitoring worker crashed" in inspect.getsource(LitServer._start_worker_monitoring)
+
+    def record(message: str, error: BaseException) -> logging.LogRecord:
+        return logging.LogRecord("litserve.server", logging.ERROR, __file__, 1, message, None,
+                                 (type(error), error, None))
+
+    race = lifecycle.ShutdownRace()
+    broken = record("Monitoring worker crashed", BrokenPipeError(32, "Broken pipe"))
+    assert race.filter(broken), "kept while the server runs: then it is a real failure"
+    try:
+        lifecycle._STOPPING = True
+        assert not race.filter(broken)
+        assert race.filter(record("Monitoring worker crashed", ValueError("a real bug")))
+        assert race.filter(record("something else", BrokenPipeError(32, "Broken pipe")))
+    finally:
+        lifecycle._STOPPING = False
