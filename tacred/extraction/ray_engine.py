@@ -100,10 +100,10 @@ def run_on_ray(settings: ExtractorSettings, documents: Iterable[Document | BadDo
                window: int = WINDOW_CHUNKS) -> Totals:
     """Extract every chunk the sink has not done on Ray (``actors`` actors of one CPU each; default one per CPU of
     the cluster) and return the sink's totals."""
+    cpus = connect(address)  # first: a missing Ray is one clear error, not an import failure
     import ray
     from ray.data import ActorPoolStrategy
 
-    cpus = connect(address)
     actors = actors or max(1, cpus)
     plain = asdict(settings) | {"num_threads": settings.num_threads or 1}
 
