@@ -63,7 +63,7 @@ SKIPPED = {
                                                                                     "the Ray engine)",
 }
 
-# Files a reader supplies (placeholders in the docs) and what stands for them in the clone.
+# Names the docs give a reader's own files (a checkpoint, a run folder) and the clone's files that play them.
 PLACEHOLDERS = {"CKPT": "runs/demo/checkpoints/best.ckpt", "RUN": "runs/demo"}
 
 

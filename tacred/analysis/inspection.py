@@ -32,7 +32,7 @@ def load_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | None =
                file: str | None = None) -> tuple[RelationExtractor, EncodedSplit, str]:
     """Model, encoded split and a description of its source (:func:`tacred.training.api.checkpoint_split`); ``file``
     overrides ``split``."""
-    data, source = checkpoint_split(ckpt_path, split, data_dir, file)
+    data, source, _ = checkpoint_split(ckpt_path, split, data_dir, file)
     return RelationExtractor.from_checkpoint(ckpt_path), data, source
 
 

