@@ -115,9 +115,17 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         self.rank = rank
         self.epoch = 0
         self.epoch_source = epoch_source
+        self._resume: tuple[int, int] | None = None  # (epoch, batches already trained) for the next pass
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    def resume_within(self, epoch: int, batches_done: int) -> None:
+        """The next pass over ``epoch`` leaves out its first ``batches_done`` batches (this process's), which a run
+        stopped inside that epoch had trained already; a pass over another epoch is whole."""
+        if not 0 <= batches_done <= len(self):
+            raise ValueError(f"batches_done must lie in 0..{len(self)}, got {batches_done}")
+        self._resume = (epoch, batches_done)
 
     def _all_batches(self) -> list[list[int]]:
         n = len(self.lengths)
@@ -143,6 +151,11 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
             if self.shuffle and len(batches) % self.num_replicas:
                 batches = batches + batches[: self.num_replicas - len(batches) % self.num_replicas]
             batches = batches[self.rank :: self.num_replicas]
+        if self._resume is not None:
+            epoch, done = self._resume
+            self._resume = None
+            if epoch == self.epoch:
+                batches = batches[done:]
         return iter(batches)
 
     def __len__(self) -> int:

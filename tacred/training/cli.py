@@ -141,6 +141,9 @@ class TacredCLI(LightningCLI):
         parser.add_argument("--resume", type=Literal["auto", "never"], default="auto",
                             help="fit only: 'auto' resumes from RUN_DIR/checkpoints/last.ckpt when it exists; "
                                  "'never' starts over and overwrites the folder's checkpoints.")
+        parser.add_argument("--checkpoint_minutes", type=float | None, default=10.0,
+                            help="fit only: also write RUN_DIR/checkpoints/last.ckpt inside an epoch every this "
+                                 "many minutes, so a long epoch resumes where it stopped (null: at epoch ends only).")
         parser.add_argument("--num_threads", type=int | None, default=None,
                             help="torch CPU threads (default: torch's choice; small models train fastest with 1-2).")
         if self.command in ("test", "predict"):
@@ -275,7 +278,8 @@ class TacredCLI(LightningCLI):
         if self.subcommand == "predict":
             self.trainer.callbacks.append(PredictionFileWriter())
         if self.subcommand == "fit":
-            self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath))
+            self.trainer.callbacks.append(LastCheckpoint(self.config.fit.checkpoint.dirpath,
+                                                        self.config.fit.checkpoint_minutes))
             self.trainer.callbacks.append(EpochSummary())
         if not any(isinstance(c, Timer) for c in self.trainer.callbacks):
             # no time limit: it stores the training time in every checkpoint, summed over a resumed run's legs

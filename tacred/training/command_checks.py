@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.errors import ConfigError
-from tacred.option_rules import Rule, at_least
+from tacred.option_rules import Rule, above, at_least
 
 
 def _epochs(value: Any, options: Any) -> str | None:
@@ -32,8 +32,8 @@ STAGE_SPLITS = {"fit": ("train", "dev"), "validate": ("dev",), "test": ("test",)
 
 
 def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
-    """The Trainer options of :data:`TRAINER_RULES` and ``num_threads`` of a configuration (nested mappings, or
-    jsonargparse's namespace)."""
+    """The Trainer options of :data:`TRAINER_RULES`, ``num_threads`` and ``checkpoint_minutes`` of a configuration
+    (nested mappings, or jsonargparse's namespace)."""
     trainer = config.get("trainer") or {}
     if not hasattr(trainer, "get"):
         return
@@ -44,6 +44,10 @@ def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
     problem = at_least(1, none_ok=True)(config.get("num_threads"), config)
     if problem:
         raise ConfigError(f"--num_threads {config.get('num_threads')!r}: {problem}")
+    minutes = config.get("checkpoint_minutes")
+    problem = None if minutes is None else above(0)(minutes, config)
+    if problem:
+        raise ConfigError(f"--checkpoint_minutes {minutes!r}: {problem} (or null: at epoch ends only)")
 
 
 def given_config(argv: Sequence[str]) -> dict[str, Any]:
@@ -67,12 +71,24 @@ def given_config(argv: Sequence[str]) -> dict[str, Any]:
             loaded = yaml.safe_load(value) if "\n" in value else load_yaml(value)
             _merge(merged, loaded if isinstance(loaded, dict) else {})
         elif name.startswith("--") and value is not None:
-            try:
-                parsed = yaml.safe_load(value)
-            except yaml.YAMLError:
-                parsed = value
-            _merge(merged, _nested(name[2:].split("."), parsed))
+            _merge(merged, _nested(name[2:].split("."), _plain_value(value)))
     return merged
+
+
+def _plain_value(text: str) -> Any:
+    """A command-line value as jsonargparse reads it: YAML, where ``1e-9`` is also a number (YAML 1.1 wants a dot)."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
 
 
 def _nested(keys: list[str], value: Any) -> dict[str, Any]:

@@ -41,9 +41,21 @@ def resume_checkpoint(checkpoints: Path, mode: str) -> dict[str, Any] | None:
     last = checkpoints / "last.ckpt"
     if last.exists():
         checkpoint = read_checkpoint(last)  # a corrupt last.ckpt is an error, not a silent fresh start
-        log.info("resuming from %s after %d finished epoch(s)", last, int(checkpoint.get("epoch", -1)) + 1)
+        log.info("resuming from %s %s", last, resume_point(checkpoint))
         return checkpoint
     if existing:
         raise ConfigError(f"--run_dir: {checkpoints} holds {', '.join(existing)} but no last.ckpt to resume from; "
                           "pass --resume never to start over (overwriting them) or choose another --run_dir")
     return None
+
+
+def resume_point(checkpoint: dict[str, Any]) -> str:
+    """Where a ``last.ckpt`` stands: after N finished epochs, or inside an epoch after B of its batches (one written
+    by ``--checkpoint_minutes``)."""
+    epoch = int(checkpoint.get("epoch", -1))
+    loop = (checkpoint.get("loops") or {}).get("fit_loop") or {}
+    batches = loop.get("epoch_loop.batch_progress") or {}
+    done = ((batches.get("current") or {}).get("processed") or 0) if isinstance(batches, dict) else 0
+    if done and not batches.get("is_last_batch", True):
+        return f"inside epoch {epoch + 1}, after {done} of its batches"
+    return f"after {epoch + 1} finished epoch(s)"

@@ -78,3 +78,17 @@ def test_loader_with_workers_gives_the_same_batches(tacred_sample):
     dm.num_workers = 2
     multi = [b.index.tolist() for b in dm.test_dataloader()]
     assert single == multi
+
+
+def test_a_pass_resumed_inside_its_epoch_leaves_out_the_batches_already_trained():
+    lengths = [(i * 7) % 23 + 1 for i in range(200)]
+    sampler = BucketBatchSampler(lengths, 16, shuffle=True, seed=3)
+    sampler.set_epoch(4)
+    whole = list(sampler)
+    sampler.resume_within(4, 5)
+    assert list(sampler) == whole[5:]
+    assert list(sampler) == whole  # only the next pass is shortened
+    sampler.resume_within(3, 5)  # stopped inside another epoch: this one is whole
+    assert list(sampler) == whole
+    with pytest.raises(ValueError, match="batches_done must lie in 0..13"):
+        sampler.resume_within(4, 14)
