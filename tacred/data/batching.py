@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from tacred.data.examples import Example
-from tacred.data.features import LemmaMissing, encode_example, length_batches, pad_features
+from tacred.data.features import FeatureEncoder, LemmaMissing, length_batches, pad_features
 from tacred.data.labels import label_ids
 from tacred.data.vocab import Vocabularies
 
@@ -43,9 +43,10 @@ class EncodedSplit(torch.utils.data.Dataset):
         self.ids = [ex.id for ex in self.examples]
         self.lengths = np.array([len(ex) for ex in self.examples], dtype=np.int64)
         self.rows: list[dict[str, np.ndarray]] = []  # per example, the id arrays of tacred.data.features.FEATURES
+        encode = FeatureEncoder(vocab)
         for i, ex in enumerate(self.examples):
             try:
-                self.rows.append(encode_example(ex, vocab))
+                self.rows.append(encode(ex))
             except LemmaMissing:
                 raise ValueError(f"{source}: example {i} (id {ex.id!r}) has no lemmas but the vocabulary uses lemmas") from None
         self.labels = label_ids(self.examples, vocab.labels, source)

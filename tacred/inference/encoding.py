@@ -21,8 +21,8 @@ from tacred.data.examples import Example
 from tacred.data.features import (
     FEATURE_INPUTS,
     WORD_INPUTS,
+    FeatureEncoder,
     LemmaMissing,
-    encode_example,
     length_batches,
     pad_features,
 )
@@ -98,10 +98,11 @@ class WordEncoder:
 
     def encode(self, examples: Sequence[Mapping[str, Any]]) -> Encoded:
         rows = []
+        encode = FeatureEncoder(self.vocab)
         for i, raw in enumerate(examples):
             ex = Example.from_dict({**raw, "relation": self.no_relation}, i)
             try:
-                rows.append(encode_example(ex, self.vocab))
+                rows.append(encode(ex))
             except LemmaMissing as err:
                 raise InputError(f"input {i}: {err} (give each input a 'lemma' list)") from None
         lengths = np.array([len(r["words"]) for r in rows], dtype=np.int64)
