@@ -73,8 +73,8 @@ def test_predict_help_puts_the_sentence_options_first_and_starts_fast():
 
 
 def test_wrong_options_and_data_files_are_answered_before_lightning_loads(tmp_path):
-    """A bad Trainer option, --num_threads, a missing or plainly malformed data file: one line before Lightning (and
-    torch) is imported; benchmarks/time_to_error.py measures how soon."""
+    """A bad Trainer, model or data option, --num_threads, --checkpoint_minutes, a missing or plainly malformed data
+    file: one line before Lightning (and torch) is imported; benchmarks/time_to_error.py measures how soon."""
     from tacred.data.synthetic import write_corpus
 
     write_corpus(tmp_path / "data", n_train=20, n_dev=5, n_test=5)
@@ -90,6 +90,13 @@ def test_wrong_options_and_data_files_are_answered_before_lightning_loads(tmp_pa
          f"tacred fit: error: data file not found: {tmp_path / 'nothere' / 'train.json'}"),
         ([*demo, "--data.dev_file", "missing_dev.json"],
          f"tacred fit: error: data file not found: {tmp_path / 'data' / 'missing_dev.json'}"),
+        ([*demo, "--model.lr", "0"], "tacred fit: error: --model.lr 0.0: must be a number > 0"),
+        ([*demo, "--model.lr=-1e-3"], "tacred fit: error: --model.lr -0.001: must be a number > 0"),
+        ([*demo, "--model.optimizer", "adam"], "tacred fit: error: --model.optimizer 'adam': must be one of sgd, adamw"),
+        ([*demo, "--data.batch_size", "0"], "tacred fit: error: --data.batch_size 0: must be a number >= 1"),
+        ([*demo, "--data.labels", "[a, b]"],
+         "tacred fit: error: --data.labels ['a', 'b']: must contain the no-relation label 'no_relation'"),
+        ([*demo, "--checkpoint_minutes", "-5"], "tacred fit: error: --checkpoint_minutes -5: must be a number > 0"),
         ([*demo, "--data.data_dir", str(tmp_path / "object")],
          f"tacred fit: error: {tmp_path / 'object' / 'train.json'}: holds a JSON object (keys 'data'), not a list"),
     ]

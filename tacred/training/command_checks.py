@@ -50,6 +50,23 @@ def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"--checkpoint_minutes {minutes!r}: {problem} (or null: at epoch ends only)")
 
 
+def check_model_and_data(config: Mapping[str, Any]) -> None:
+    """The model's and the data module's options that ``config`` gives, against their rules
+    (:mod:`tacred.training.option_specs`); the network's options are checked when it is built."""
+    from tacred.option_rules import OptionError, shown
+    from tacred.training.option_specs import DATA_DEFAULTS, DataOption, ModelOption, check_given
+
+    for group, spec, defaults in (("model", ModelOption, {}), ("data", DataOption, DATA_DEFAULTS)):
+        section = config.get(group)
+        if not isinstance(section, Mapping):
+            continue
+        values = section["init_args"] if isinstance(section.get("init_args"), Mapping) else section
+        try:
+            check_given(spec, values, defaults)
+        except OptionError as err:
+            raise ConfigError(f"--{group}.{err.option} {shown(err.value)}: {err.rule}") from None
+
+
 def given_config(argv: Sequence[str]) -> dict[str, Any]:
     """The options of ``COMMAND ARGS`` as jsonargparse would merge them, as far as plain values go: every
     ``--config`` (a file, or YAML text as a checkpoint's stored configuration is passed) then ``--a.b VALUE`` in
@@ -124,14 +141,15 @@ def data_files(command: str, config: Mapping[str, Any]) -> list[Path]:
 
 
 def check_command(argv: Sequence[str], files: bool = True) -> None:
-    """``COMMAND ARGS`` checked before Lightning: Trainer options, ``--num_threads`` and, with ``files``, the data
-    files the command reads (:func:`tacred.data.examples.check_data_file`)."""
+    """``COMMAND ARGS`` checked before Lightning: Trainer options, ``--num_threads``, the model's and the data's
+    options and, with ``files``, the data files the command reads (:func:`tacred.data.examples.check_data_file`)."""
     from tacred.data.examples import check_data_file
 
     if any(a in ("-h", "--help") or a.startswith("--print_config") for a in argv):
         return
     config = given_config(argv)
     check_trainer_and_threads(config)
+    check_model_and_data(config)
     if files:
         for path in data_files(argv[0], config):
             check_data_file(path)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import lightning as L
 import torch
@@ -17,35 +17,12 @@ from tacred.data.batching import BucketBatchSampler, EncodedSplit, encode_split
 from tacred.data.examples import Example, load_examples
 from tacred.data.labels import check_custom_labels, read_label_file
 from tacred.data.vocab import Vocabularies, build_vocabularies
-from tacred.option_rules import at_least, check, fraction
+from tacred.option_rules import check
+from tacred.training.option_specs import DataOption
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test", "predict")
-LABEL_SETS = ("auto", "tacred", "retacred")  # the names --data.labels takes besides a list or a file
-
-
-def a_label(value: Any, options: Mapping[str, Any]) -> str | None:
-    return None if isinstance(value, str) and value.strip() else "must be a non-empty label"
-
-
-def label_set(value: Any, options: Mapping[str, Any]) -> str | None:
-    """A list holding each label once, the no-relation label among them; or a name of :data:`LABEL_SETS`; or a
-    file (read when the vocabularies are built)."""
-    if isinstance(value, list | tuple):
-        repeated = sorted({label for label in value if list(value).count(label) > 1})
-        if not value:
-            return "must not be empty"
-        if repeated:
-            return f"repeats {', '.join(map(str, repeated))}"
-        if options["no_relation"] not in value:
-            return f"must contain the no-relation label {options['no_relation']!r} (the no_relation option)"
-        return None
-    if isinstance(value, str) and value not in LABEL_SETS and not Path(value).is_file():
-        return f"expected {', '.join(LABEL_SETS)}, a list or a JSON file (file not found)"
-    return None
-
-
 class TacredDataModule(L.LightningDataModule):
     """TACRED-format data for fit/validate/test/predict. Its options are checked when it is built, against the rules
     in their annotations (:mod:`tacred.option_rules`); no file is read until the data is needed.
@@ -83,21 +60,21 @@ class TacredDataModule(L.LightningDataModule):
         test_file: str = "test.json",
         predict_file: str | None = None,
         glove_path: str | None = None,
-        embedding_dim: Annotated[int, at_least(1)] = 300,
+        embedding_dim: DataOption.embedding_dim = 300,
         lowercase: bool = True,
-        min_count: Annotated[int, at_least(1)] = 1,
+        min_count: DataOption.min_count = 1,
         entity_masking: bool = True,
         use_lemmas: bool = False,
-        labels: Annotated[str | list[str], label_set] = "auto",
-        no_relation: Annotated[str, a_label] = C.NO_RELATION,
+        labels: DataOption.labels = "auto",
+        no_relation: DataOption.no_relation = C.NO_RELATION,
         strict: bool = True,
         vocab_path: str | None = None,
-        batch_size: Annotated[int, at_least(1)] = 50,
-        eval_batch_size: Annotated[int | None, at_least(1, none_ok=True)] = None,
-        num_workers: Annotated[int, at_least(0)] = 0,
+        batch_size: DataOption.batch_size = 50,
+        eval_batch_size: DataOption.eval_batch_size = None,
+        num_workers: DataOption.num_workers = 0,
         seed: int = 0,
         spacy_model: str | None = None,
-        min_glove_coverage: Annotated[float, fraction] = 0.5,
+        min_glove_coverage: DataOption.min_glove_coverage = 0.5,
         tokenizer: str | None = None,
     ) -> None:
         super().__init__()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import lightning as L
 import torch
@@ -19,12 +19,11 @@ from tacred.evaluation.threshold import ThresholdError, apply_threshold, load_th
 from tacred.inference.trained import build_network, label_probabilities, load_trained
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
-from tacred.option_rules import OptionError, above, at_least, check, factor, fraction, one_of, probability
+from tacred.option_rules import OptionError, check
 from tacred.training.clipping import clip_grad_norm_, clip_grad_value_
+from tacred.training.option_specs import ModelOption
 from tacred.training.reproducibility import ReproducibleSteps
-from tacred.training.schedule import DECAY_COMPARE, LR_SCHEDULES, DecayOnStall, build_schedule
-
-OPTIMIZERS = ("sgd", "adamw")
+from tacred.training.schedule import DecayOnStall, build_schedule
 
 
 class RelationExtractor(L.LightningModule):
@@ -65,21 +64,21 @@ class RelationExtractor(L.LightningModule):
         vocab: Vocabularies | Callable[[], Vocabularies] | None = None,
         word_vectors: torch.Tensor | Callable[[], torch.Tensor | None] | None = None,
         network: NetworkConfig | None = None,
-        lr: Annotated[float, above(0)] = 0.1,
-        momentum: Annotated[float, probability] = 0.0,
-        weight_decay: Annotated[float, at_least(0)] = 0.0,
-        decay_start_epoch: Annotated[int, at_least(0)] = 15,
-        decay_factor: Annotated[float, factor] = 0.9,
-        decay_compare: Annotated[str, one_of(DECAY_COMPARE)] = "previous",
-        decay_patience: Annotated[int, at_least(1)] = 1,
-        lr_schedule: Annotated[str, one_of(LR_SCHEDULES)] = "stall",
-        no_relation_weight: Annotated[float, at_least(0)] = 1.0,
+        lr: ModelOption.lr = 0.1,
+        momentum: ModelOption.momentum = 0.0,
+        weight_decay: ModelOption.weight_decay = 0.0,
+        decay_start_epoch: ModelOption.decay_start_epoch = 15,
+        decay_factor: ModelOption.decay_factor = 0.9,
+        decay_compare: ModelOption.decay_compare = "previous",
+        decay_patience: ModelOption.decay_patience = 1,
+        lr_schedule: ModelOption.lr_schedule = "stall",
+        no_relation_weight: ModelOption.no_relation_weight = 1.0,
         output_dir: str | None = None,
         no_relation_threshold: float | str | None = None,
         compile: bool = False,
         sparse_embedding: bool = True,
-        optimizer: Annotated[str, one_of(OPTIMIZERS)] = "sgd",
-        warmup_ratio: Annotated[float, fraction] = 0.0,
+        optimizer: ModelOption.optimizer = "sgd",
+        warmup_ratio: ModelOption.warmup_ratio = 0.0,
     ) -> None:
         super().__init__()
         if vocab is None:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import CosineAnnealingLR, LambdaLR, LRScheduler, ReduceLROnPlateau
 
-LR_SCHEDULES = ("stall", "cosine", "linear")  # the kinds build_schedule knows
-DECAY_COMPARE = ("previous", "best")  # what DecayOnStall compares an epoch's dev F1 with
+from tacred.training.option_specs import DECAY_COMPARE, LR_SCHEDULES
 
 
 class DecayOnStall(ReduceLROnPlateau):
