@@ -5,7 +5,10 @@ NER alone on the same documents (the ceiling the pipeline cannot pass), with the
 Every row runs in a fresh process (``--worker``); rates count the documents after the first chunk is done, so that
 loading the model and starting the workers is left out. The models are trained here for one epoch on the generated
 demo corpus (speed does not depend on how well they were trained); the documents are its test sentences, five to a
-document.
+document, or those of another TACRED-format file (``--documents data/kbp37/test.json``: real news text, with more
+candidate pairs per sentence).
+
+    python benchmarks/extract_throughput.py [--documents FILE] [--pipelines spacy,spacy_tagger,paper,minilm]
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ SENTENCES_PER_DOCUMENT = 5
 CHUNK = 16
 
 
-def _documents(data_dir: Path, limit: int) -> list[str]:
-    rows = json.loads((data_dir / "test.json").read_text(encoding="utf-8"))
+def _documents(source: Path, limit: int) -> list[str]:
+    """``limit`` documents of five sentences each from a TACRED-format file (a folder: its test.json), repeated as
+    needed."""
+    rows = json.loads((source / "test.json" if source.is_dir() else source).read_text(encoding="utf-8"))
     sentences = [" ".join(r["token"]) for r in rows]
     docs = [" ".join(sentences[i:i + SENTENCES_PER_DOCUMENT]) for i in range(0, len(sentences), SENTENCES_PER_DOCUMENT)]
     return (docs * (1 + limit // max(len(docs), 1)))[:limit]
@@ -98,7 +103,7 @@ class WorkerPeaks:
 def worker(task: dict[str, Any]) -> dict[str, Any]:
     """One row in this process: ``{"what": "spacy"|"spacy_tagger"|"extract", "workers", "ckpt", "data_dir",
     "documents"}``."""
-    docs = _documents(Path(task["data_dir"]), task["documents"])
+    docs = _documents(Path(task["source"]), task["documents"])
     peaks = WorkerPeaks() if task["workers"] > 1 else None
     stamps: list[tuple[float, int, int]] = []  # (time, documents, sentences) as results come
     if task["what"] in ("spacy", "spacy_tagger"):
@@ -156,7 +161,10 @@ def _run_worker(task: dict[str, Any]) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(quick: bool = False) -> Table:
+PIPELINES = ("spacy", "spacy_tagger", "paper", "minilm")
+
+
+def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str, ...] = PIPELINES) -> Table:
     import torch
 
     from tacred.data.synthetic import write_corpus
@@ -166,7 +174,8 @@ def run(quick: bool = False) -> Table:
         work = Path(scratch)
         write_corpus(work / "data", n_train=100 if quick else 600, n_dev=40 if quick else 100, n_test=200)
         threads = torch.get_num_threads()
-        checkpoints = {kind: _train(kind, work, work / "data", quick) for kind in ("paper", "minilm")}
+        checkpoints = {kind: _train(kind, work, work / "data", quick) for kind in ("paper", "minilm")
+                       if kind in pipelines}
         torch.set_num_threads(threads)
         table = Table("Extraction throughput: `tacred extract` end to end beside spaCy's NER alone (CPU, fp32)",
                       ["pipeline", "workers", "documents/s", "sentences/s", "% of spaCy NER", "peak RSS MiB per worker"])
@@ -175,9 +184,12 @@ def run(quick: bool = False) -> Table:
         for what, label in (("spacy", "spaCy NER alone (sentencizer + ner)"),
                             ("spacy_tagger", "spaCy NER + tagger (what the paper network needs)"), ("paper", "paper network"),
                             ("minilm", "tiny BERT" if quick else "MiniLM (all-MiniLM-L6-v2)")):
+            if what not in pipelines and what != "spacy":  # spaCy's NER alone: the ceiling every row is read against
+                continue
             for workers in (1,) if quick else (1, 2):
                 task = {"what": what if what.startswith("spacy") else "extract", "workers": workers,
-                        "ckpt": str(checkpoints.get(what, "")), "data_dir": str(work / "data"), "documents": n_docs}
+                        "ckpt": str(checkpoints.get(what, "")), "source": str(documents or work / "data"),
+                        "documents": n_docs}
                 got = worker(task) if quick else _run_worker(task)  # quick: in this process, a smoke test
                 torch.set_num_threads(threads)
                 if what == "spacy":
@@ -190,7 +202,8 @@ def run(quick: bool = False) -> Table:
         "candidate pairs asked per sentence: " + ", ".join(f"{k} {v:.2f}" for k, v in pairs.items() if v) + " (a "
         "pair of directed labels is asked twice; each pair is one forward pass row of the relation model).",
         machine_line(), f"CPU kernel: torch.backends.cpu.get_cpu_capability() = {torch.backends.cpu.get_cpu_capability()}.",
-        f"documents: {n_docs}, each {SENTENCES_PER_DOCUMENT} sentences of the generated demo corpus; chunks of {CHUNK} "
+        f"documents: {n_docs}, each {SENTENCES_PER_DOCUMENT} sentences of "
+        f"{documents or 'the generated demo corpus'}; chunks of {CHUNK} "
         "documents; one torch thread per worker.",
         "paper network: the default network (300-d word vectors, random: speed does not depend on GloVe) and MiniLM, "
         "each trained for one epoch on the demo corpus; the pipeline adds spaCy's tagger (the paper network reads POS "
@@ -206,7 +219,22 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--worker"]:
         print(json.dumps(worker(json.loads(argv[1]))))
         return 0
-    print(run(quick="--quick" in argv).render())
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--documents", type=Path, default=None,
+                        help="a TACRED-format JSON file whose sentences make the documents (default: the demo corpus)")
+    parser.add_argument("--pipelines", default=",".join(PIPELINES),
+                        help=f"which rows besides spaCy's NER alone (default: {','.join(PIPELINES)})")
+    args = parser.parse_args(argv)
+    wanted = tuple(p for p in args.pipelines.split(",") if p)
+    unknown = sorted(set(wanted) - set(PIPELINES))
+    if unknown:
+        parser.error(f"--pipelines: unknown {', '.join(unknown)} (choose from {', '.join(PIPELINES)})")
+    if args.documents is not None and not args.documents.exists():
+        parser.error(f"--documents {args.documents}: not found")
+    print(run(quick=args.quick, documents=args.documents, pipelines=wanted).render())
     return 0
 
 
