@@ -45,6 +45,9 @@ SKIPPED = {
     "tacred ensemble --config configs/tacred.yaml": TACRED_DATA,
     "tacred patch tacred/": "needs TACRED and the TACREV/Re-TACRED patch files",
     "tacred fit --config configs/semeval.yaml": SEMEVAL_DATA,
+    "tacred fit --config configs/kbp37.yaml": "needs KBP37 converted from ../shared/data and hours of training",
+    "tacred extract docs/results/kbp37/news.txt --lines --ckpt_path runs/kbp37_minilm": "needs the KBP37 model "
+        "trained by the command before; tests/extraction/test_kbp_news.py checks the output the page shows",
     "tacred test --ckpt_path runs/minilm": "needs the MiniLM run trained on SemEval by the command before",
     "tacred ablate --config configs/semeval.yaml": HOURS,
     ".venv/bin/python benchmarks/run_all.py --only": "minutes of benchmarks (make bench)",
