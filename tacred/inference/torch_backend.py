@@ -38,4 +38,4 @@ def load_checkpoint_predictor(path: str | Path, device: str = "auto", **options:
     model = TrainedNetwork.from_checkpoint(path, checkpoint=ckpt)  # checks that it is a tacred checkpoint
     kind = (ckpt.get("tacred_predictor") or {}).get("encoder") or default_encoder(ckpt["tacred_vocab"])
     encoder = build_encoder(kind, {"vocab": ckpt["tacred_vocab"]}, str(path))
-    return Predictor(encoder, TorchBackend(probability_network(model.net), resolved), **options)
+    return Predictor(encoder, TorchBackend(probability_network(model.net, share_encoding=True), resolved), **options)

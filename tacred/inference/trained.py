@@ -11,7 +11,7 @@ not import Lightning (and with it torchmetrics, matplotlib and TorchDynamo), whi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -122,12 +122,15 @@ class TrainedNetwork(nn.Module):
         return label_probabilities(self, data, len(self.vocab.labels), batch_size)
 
 
-def probability_network(net: nn.Module) -> nn.Module:
+def probability_network(net: nn.Module, share_encoding: bool = False) -> nn.Module:
     """The network as a function of its named input arrays to probabilities: :class:`ProbabilityNetwork` for the
-    word-vocabulary networks, :class:`MarkedProbabilityNetwork` for the transformer."""
+    word-vocabulary networks (``share_encoding``: see there), :class:`MarkedProbabilityNetwork` for the
+    transformer."""
     from tacred.models.transformer import TransformerNetwork
 
-    return MarkedProbabilityNetwork(net) if isinstance(net, TransformerNetwork) else ProbabilityNetwork(net)
+    if isinstance(net, TransformerNetwork):
+        return MarkedProbabilityNetwork(net)
+    return ProbabilityNetwork(net, share_encoding=share_encoding)
 
 
 class MarkedProbabilityNetwork(nn.Module):
@@ -153,16 +156,42 @@ class MarkedProbabilityNetwork(nn.Module):
 class ProbabilityNetwork(nn.Module):
     """A word-vocabulary network as a function of named (B, T) arrays (the inputs of
     :class:`tacred.inference.encoding.WordEncoder`) to label probabilities (B, L): what the torch backend runs and
-    what ``tacred export`` writes as ``model.onnx``, so both compute the same function."""
+    what ``tacred export`` writes as ``model.onnx``, so both compute the same function.
+
+    ``share_encoding``: rows equal in everything the encoder reads (words, tags, the object's position: the
+    candidate pairs of a sentence that share an object, as extraction asks them) are encoded once and only the
+    position-aware layer runs per row; in eval mode the result is the same function (each row's encoding depends on
+    that row alone). The torch backend turns it on; the ONNX graph is written without it."""
 
     inputs = WORD_INPUTS
 
-    def __init__(self, net: nn.Module) -> None:
+    def __init__(self, net: nn.Module, share_encoding: bool = False) -> None:
         super().__init__()
         self.net = net
+        self.share_encoding = share_encoding
 
     def forward(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, subj_positions: torch.Tensor,
                 obj_positions: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
         batch = Batch(words=words, pos=pos, ner=ner, subj_positions=subj_positions, obj_positions=obj_positions,
                       pad_mask=pad_mask, labels=words[:, 0], index=words[:, 0])
-        return torch.softmax(self.net(batch).logits.float(), dim=-1)  # (B, L)
+        if self.share_encoding and not self.training:
+            logits = self._shared(batch)
+        else:
+            logits = self.net(batch).logits
+        return torch.softmax(logits.float(), dim=-1)  # (B, L)
+
+    def _shared(self, batch: Batch) -> torch.Tensor:
+        """The logits with each distinct encoder input encoded once."""
+        from tacred.models.encoder import Encoded
+
+        key = torch.cat([batch.words, batch.pos, batch.ner, batch.obj_positions, batch.pad_mask.long()], dim=1)
+        distinct, inverse = torch.unique(key, dim=0, return_inverse=True)
+        if len(distinct) == len(key):
+            return self.net(batch).logits
+        rows = torch.arange(len(key), device=key.device)
+        first = torch.full((len(distinct),), len(key), device=key.device).scatter_reduce(0, inverse, rows, "amin")
+        part = Batch(**{f.name: getattr(batch, f.name)[first] for f in fields(batch)})
+        encoded = self.net.encode_batch(part)
+        spread = Encoded(encoded.states[inverse], encoded.query[inverse],
+                         [weights[inverse] for weights in encoded.self_attention])
+        return self.net.classify(spread, batch).logits

@@ -154,11 +154,20 @@ class RelationNetwork(nn.Module):
         return Encoded(lstm.states, attention.query, attention.self_attention)
 
     def forward(self, batch: Batch) -> NetworkOutput:
-        mask = batch.pad_mask  # (B, T), True at padding
+        return self.classify(self.encode_batch(batch), batch)
+
+    def encode_batch(self, batch: Batch) -> Encoded:
+        """The encoder's states and query for a batch: what depends on the words, tags and the object's position
+        only (not on the subject's), so rows equal in those encode alike (:func:`tacred.inference.trained`'s
+        shared encoding uses this)."""
         x = self.embed(batch)  # (B, T, D)
         if self.cfg.position_encoding == "sinusoidal":  # Table 3: absolute encodings instead of relative scores
             x = x + sinusoidal_encoding(x.shape[1], x.shape[2], x.device)[None]
-        encoded = self.encode(self.input_dropout(x), mask)  # states (B, T, S), query (B, Q)
+        return self.encode(self.input_dropout(x), batch.pad_mask)  # states (B, T, S), query (B, Q)
+
+    def classify(self, encoded: Encoded, batch: Batch) -> NetworkOutput:
+        """Logits from the encoder's output: the position-aware attention with both arguments' positions."""
+        mask = batch.pad_mask  # (B, T), True at padding
         if self.position_aware is None:  # Table 3 "without the PA layer": classify the sentence summary
             return NetworkOutput(self.classifier(encoded.query), encoded.self_attention, None)
         bins = self.embed.bins

@@ -54,3 +54,28 @@ def test_a_training_option_this_version_lacks_stops_only_the_training_module(che
     assert not TrainedNetwork.from_checkpoint(path).training  # prediction needs the network alone
     with pytest.raises(CheckpointError, match="do not fit this version of tacred.*retired_option"):
         RelationExtractor.from_checkpoint(path)
+
+
+def test_shared_encoding_encodes_each_distinct_input_once_and_changes_no_probability(checkpoint: Path) -> None:
+    """Extraction asks every candidate pair of a sentence: pairs that share the object (and so every input the
+    encoder reads) are encoded once; only the subject's positions differ, which the position-aware layer reads."""
+    from tacred.inference.trained import probability_network
+
+    net = TrainedNetwork.from_checkpoint(checkpoint).net
+    gen = torch.Generator().manual_seed(0)
+    sentences = torch.randint(2, 40, (2, 9), generator=gen)  # two sentences of 9 tokens
+    words = sentences.repeat_interleave(3, dim=0)  # each asked with three subjects
+    subj = torch.stack([torch.arange(9) - s for s in (0, 2, 5)] * 2)
+    obj = torch.stack([torch.arange(9) - 7] * 6)
+    arrays = {"words": words, "pos": torch.full_like(words, 2), "ner": torch.full_like(words, 3),
+              "subj_positions": subj, "obj_positions": obj, "pad_mask": torch.zeros_like(words, dtype=torch.bool)}
+    plain = probability_network(net).eval()
+    shared = probability_network(net, share_encoding=True).eval()
+    encoded_rows = []
+    encode = net.encode_batch
+    net.encode_batch = lambda batch: (encoded_rows.append(len(batch)), encode(batch))[1]
+    with torch.inference_mode():
+        expected, got = plain(**arrays), shared(**arrays)
+    assert encoded_rows == [6, 2]  # the plain network encodes every row, the shared one each sentence once
+    assert torch.allclose(got, expected, atol=1e-6)
+    assert not torch.equal(got[0], got[1])  # the subject still counts
