@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING, Any
 from tacred.extraction.documents import MAX_CHARS, Document
 
 if TYPE_CHECKING:
-    from spacy.language import Language
     from spacy.tokens import Doc
 
     from tacred.inference.extract import Relation
-    from tacred.inference.predictor import Predictor
 
 log = logging.getLogger(__name__)
 
@@ -61,40 +59,13 @@ def mention_record(doc_id: str, text: str, sentence: tuple[int, int], relation: 
     }
 
 
-def extraction_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int) -> Language:
-    """The spaCy pipeline extraction needs and no more: sentence boundaries (the rule-based sentencizer unless
-    nominal pairs need the parser), entities, and the tagger when the model reads POS tags."""
-    import spacy
-
-    from tacred.data.spacy_pipeline import DEFAULT_MODELS, SpacyModelError
-    from tacred.inference.extract import pair_rule
-
-    rule = pair_rule(predictor.labels, predictor.encoder.no_relation, None)
-    name = spacy_model or next((m for m in DEFAULT_MODELS if spacy.util.is_package(m)), None)
-    if name is None:
-        predictor.nlp  # noqa: B018 - raises the loader's error, which says how to install a model
-        raise SpacyModelError("no spaCy model")
-    exclude = ["lemmatizer"]
-    if not rule.nominals:
-        exclude += ["parser", "attribute_ruler"]
-        if predictor.encoder.kind != "words":  # the transformer reads no POS tags
-            exclude += ["tagger", "tok2vec"]
-    try:
-        nlp = spacy.load(name, exclude=exclude)
-    except OSError as err:
-        raise SpacyModelError(f"spaCy model '{name}' cannot be loaded ({err}); install it or pass --spacy_model") from err
-    if "parser" not in nlp.pipe_names:
-        nlp.add_pipe("sentencizer", first=True)
-    nlp.max_length = max(nlp.max_length, max_chars + 1)
-    return nlp
-
-
 class DocumentExtractor:
     """The model and spaCy, loaded once; :meth:`process` a document, :meth:`process_many` a batch of them. Pickles
     as its settings alone (a worker process loads its own model)."""
 
     def __init__(self, settings: ExtractorSettings) -> None:
         from tacred.inference.api import load_model
+        from tacred.inference.extract import text_pipeline
 
         self.settings = settings
         if settings.num_threads:
@@ -104,7 +75,7 @@ class DocumentExtractor:
         self.predictor = load_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
                                     spacy_model=settings.spacy_model, batch_size=settings.batch_size,
                                     max_tokens=settings.max_tokens)
-        self.nlp = extraction_pipeline(self.predictor, settings.spacy_model, settings.max_chars)
+        self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings}

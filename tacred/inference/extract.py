@@ -25,6 +25,7 @@ from tacred.inference.inputs import InputError
 from tacred.inference.signature_filter import SignatureFilter
 
 if TYPE_CHECKING:
+    from spacy.language import Language
     from spacy.tokens import Doc, Span
 
     from tacred.inference.predictor import Predictor
@@ -147,6 +148,34 @@ def _example(features: dict[str, list[str]], s: _Candidate, o: _Candidate, no_re
             "obj_end": o.last, "subj_type": s.mention.type, "obj_type": o.mention.type}
 
 
+def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int) -> Language:
+    """The spaCy pipeline that relations in plain text need and no more (``m.extract``, ``tacred extract``, the
+    server's ``/extract``): sentence boundaries (the rule-based sentencizer unless nominal pairs need the parser),
+    entities, and the tagger when the model reads POS tags; texts up to ``max_chars`` characters."""
+    import spacy
+
+    from tacred.data.spacy_pipeline import DEFAULT_MODELS, SpacyModelError
+
+    rule = pair_rule(predictor.labels, predictor.encoder.no_relation, None)
+    name = spacy_model or next((m for m in DEFAULT_MODELS if spacy.util.is_package(m)), None)
+    if name is None:
+        predictor.nlp  # noqa: B018 - raises the loader's error, which says how to install a model
+        raise SpacyModelError("no spaCy model")
+    exclude = ["lemmatizer"]
+    if not rule.nominals:
+        exclude += ["parser", "attribute_ruler"]
+        if predictor.encoder.kind != "words":  # the transformer reads no POS tags
+            exclude += ["tagger", "tok2vec"]
+    try:
+        nlp = spacy.load(name, exclude=exclude)
+    except OSError as err:
+        raise SpacyModelError(f"spaCy model '{name}' cannot be loaded ({err}); install it or pass --spacy_model") from err
+    if "parser" not in nlp.pipe_names:
+        nlp.add_pipe("sentencizer", first=True)
+    nlp.max_length = max(nlp.max_length, max_chars + 1)
+    return nlp
+
+
 def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence[str], max_pairs: int = 100,
                       signatures: bool = True) -> list[TextRelations]:
     """For each spaCy doc, the relations found in it (see the module docstring), ordered by sentence, subject and
@@ -223,6 +252,6 @@ def extract_relations(predictor: Predictor, texts: list[str], max_pairs: int = 1
     if max_pairs < 1:
         raise InputError(f"max_pairs must be at least 1, got {max_pairs}")
     names = names or [f"text {n}" for n in range(len(texts))]
-    found = relations_in_docs(predictor, predictor.nlp.pipe(texts), names, max_pairs, signatures)
+    found = relations_in_docs(predictor, predictor.text_nlp.pipe(texts), names, max_pairs, signatures)
     return [text.relations for text in found]
 

@@ -68,6 +68,7 @@ class Predictor:
         self.batch_size = batch_size
         self.max_tokens = check_max_tokens(max_tokens)
         self._nlp: Language | None = None
+        self._text_nlp: Language | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -85,6 +86,17 @@ class Predictor:
 
             self._nlp = load_spacy(self.spacy_model)
         return self._nlp
+
+    @property
+    def text_nlp(self) -> Language:
+        """The trimmed spaCy pipeline that :meth:`extract` runs (:func:`tacred.inference.extract.text_pipeline`: the
+        sentencizer instead of the parser where the model pairs no nominals), loaded on first use."""
+        if self._text_nlp is None:
+            from tacred.inference.extract import text_pipeline
+            from tacred.inference.input_rules import MAX_CHARACTERS
+
+            self._text_nlp = text_pipeline(self, self.spacy_model, MAX_CHARACTERS)
+        return self._text_nlp
 
     # -- public -----------------------------------------------------------------------------------
     def predict(self, inputs: Any) -> Prediction | list[Prediction]:

@@ -181,3 +181,21 @@ def test_extract_takes_any_iterable_and_yields_lazily(model, nlp):
         model.extract(["text", 5])
     with pytest.raises(InputError, match="text 2 is a NoneType"):
         list(model.extract(iter(["a", "b", None])))
+
+
+def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model, checkpoint):
+    """``m.extract`` runs the trimmed pipeline of ``tacred extract`` (no parser for a model without nominal pairs),
+    so the two find the same relations in the same text."""
+    from tacred.extraction.documents import Document
+    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+
+    assert "parser" not in model.text_nlp.pipe_names and "sentencizer" in model.text_nlp.pipe_names
+    model.threshold = -50.0  # every candidate pair decided: all of them are compared
+    try:
+        api = model.extract(TEXT, signatures=False)
+        cli = DocumentExtractor(ExtractorSettings(ckpt_path=str(checkpoint), device="cpu", threshold=-50.0,
+                                                  signatures=False)).process(Document("d", TEXT))
+    finally:
+        model.threshold = None
+    assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
+        (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
