@@ -91,16 +91,15 @@ def save_probabilities(folder: Path, evaluation: Evaluation) -> Path:
 
 @dataclass(frozen=True)
 class StoredRun:
-    """One stored run's test predictions (and probabilities when saved)."""
+    """One stored run of a variant: its test :class:`Evaluation` as ``result.json`` and ``test_probabilities.npz``
+    hold it (the probabilities stored as float16), and ``pred``, the predictions the run recorded when it was tested:
+    the argmax of its full-precision probabilities, which the stored ones can tie, so votes and significance read
+    these."""
 
     variant: str
     seed: int
-    labels: list[str]
-    no_relation: str
-    gold: np.ndarray
+    test: Evaluation
     pred: np.ndarray
-    probs: np.ndarray | None
-    unconverted: np.ndarray | None = None  # gold label ids of the release's sentences that were not converted
 
 
 def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
@@ -112,12 +111,18 @@ def load_stored(out: str | Path, variant: str) -> list[StoredRun]:
         if not test:
             continue
         probs_path = path.parent / PROBS_FILE
-        probs = np.load(probs_path)["probs"].astype(np.float64) if probs_path.is_file() else None
-        runs.append(StoredRun(variant, int(data["seed"]), list(test["labels"]), test["no_relation"],
-                              np.asarray(test["gold"], dtype=np.int64), np.asarray(test["pred"], dtype=np.int64), probs,
-                              np.asarray(test.get("unconverted") or [], dtype=np.int64)))
+        if not probs_path.is_file():
+            raise AblationError(f"{path.parent}: no {PROBS_FILE} beside its {RESULT_FILE} (every tested run stores "
+                                "its probabilities); test the run again with the same `tacred ablate` command")
+        stored = np.load(probs_path)
+        labels = list(test["labels"])
+        evaluation = Evaluation([str(i) for i in stored["ids"]], labels, test["no_relation"],
+                                np.asarray(test["gold"], dtype=np.int64), stored["probs"].astype(np.float64),
+                                source=str(path.parent),
+                                unconverted=[labels[i] for i in test.get("unconverted") or []])
+        runs.append(StoredRun(variant, int(data["seed"]), evaluation, np.asarray(test["pred"], dtype=np.int64)))
     for r in runs[1:]:
-        if r.labels != runs[0].labels or not np.array_equal(r.gold, runs[0].gold):
+        if r.test.labels != runs[0].test.labels or not np.array_equal(r.test.gold, runs[0].test.gold):
             raise AblationError(f"{out}/{variant}: seeds {runs[0].seed} and {r.seed} were tested on different data")
     return runs
 
@@ -135,29 +140,27 @@ def significance(out: str | Path, variants: Sequence[str], reference: str, resam
         runs = [r for r in load_stored(out, name) if r.seed in ref]
         if not runs:
             continue
-        base = ref[runs[0].seed]
-        if runs[0].labels != base.labels or not np.array_equal(runs[0].gold, base.gold):
+        base = ref[runs[0].seed].test
+        if runs[0].test.labels != base.labels or not np.array_equal(runs[0].test.gold, base.gold):
             raise AblationError(f"{out}: {name} and {reference} were tested on different data or label sets")
         tests[name] = paired_randomization(base.gold, [r.pred for r in runs], [ref[r.seed].pred for r in runs],
-                                           base.labels.index(base.no_relation), resamples)
+                                           base.no_relation_id, resamples)
     return tests
 
 
 def ensemble_scores(runs: Sequence[StoredRun]) -> dict[str, float] | None:
-    """Test F1 (%) of the majority vote and of the averaged probabilities of the given seeds (None: < 2 seeds with
-    probabilities); on SemEval's label set also their official macro-F1 (``vote_macro``, ``average_macro``)."""
+    """Test F1 (%) of the majority vote and of the averaged probabilities of the given seeds (None: < 2 seeds); on SemEval's label set also their official macro-F1 (``vote_macro``, ``average_macro``)."""
     from tacred.evaluation.scoring import over_release, score, semeval_macro_f1
     from tacred.experiments.ensemble import average_vote, majority_vote
     from tacred.training.reports import is_semeval_label_set
 
-    runs = [r for r in runs if r.probs is not None]
     if len(runs) < 2:
         return None
-    probs = np.stack([r.probs for r in runs])  # (K, N, C)
-    labels, gold, other = runs[0].labels, [runs[0].labels[i] for i in runs[0].gold], runs[0].no_relation
+    probs = np.stack([r.test.probs for r in runs])  # (K, N, C)
+    first = runs[0].test
+    labels, gold, other, unconverted = first.labels, first.gold_names, first.no_relation, first.unconverted
     predictions = {"vote": [labels[i] for i in majority_vote(probs)],
                    "average": [labels[i] for i in average_vote(probs)]}
-    unconverted = [labels[i] for i in (runs[0].unconverted if runs[0].unconverted is not None else [])]
     if unconverted:  # over the whole release, as each run's own scores
         predictions = {name: over_release(gold, pred, unconverted, other)[1] for name, pred in predictions.items()}
         gold = [*gold, *unconverted]

@@ -7,7 +7,6 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tacred.evaluation.scoring import over_release, score
@@ -57,8 +56,7 @@ def test_stored_results_and_ensembles_score_over_the_whole_release(checkpoint, r
     assert len(record["test"]["gold"]) == len(evaluation.ids)  # the predictions stay those of the converted examples
 
     def stored(seed: int) -> results.StoredRun:
-        return results.StoredRun("v", seed, evaluation.labels, evaluation.no_relation, evaluation.gold, evaluation.pred,
-                         evaluation.probs, np.asarray(record["test"]["unconverted"]))
+        return results.StoredRun("v", seed, evaluation, evaluation.pred)
 
     both = results.ensemble_scores([stored(1), stored(2)])  # two identical members: the ensembles are the member itself
     assert both["vote"] == pytest.approx(100 * record["f1"]) and both["average"] == pytest.approx(100 * record["f1"])
