@@ -91,15 +91,22 @@ def one_of(choices: Iterable[Any]) -> Rule:
 def rules_of(annotated: Any) -> dict[str, tuple[Rule, ...]]:
     """The rules of each option in the type hints of a class's fields or a function's parameters, in their order:
     the values of a ``Literal``, then the rules an ``Annotated`` holds."""
+    hints = get_type_hints(annotated, include_extras=True)
+    return rules_in_hints({name: hint for name, hint in hints.items() if name != "return"})
+
+
+def rules_in_hints(hints: Mapping[str, Any]) -> dict[str, tuple[Rule, ...]]:
+    """The rules in option types (name → type): a ``Literal``'s values, then the callables an ``Annotated`` holds;
+    options without rules are left out."""
     rules = {}
-    for name, hint in get_type_hints(annotated, include_extras=True).items():
+    for name, hint in hints.items():
         found: tuple[Rule, ...] = ()
         if get_origin(hint) is Annotated:
             hint, *extras = get_args(hint)
             found = tuple(extra for extra in extras if callable(extra))
         if get_origin(hint) is Literal:
             found = (one_of(get_args(hint)), *found)
-        if found and name != "return":
+        if found:
             rules[name] = found
     return rules
 

@@ -12,10 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from tacred import constants as C
-from tacred.option_rules import OptionError, above, at_least, factor, fraction, one_of, probability
+from tacred.option_rules import (
+    OptionError,
+    above,
+    at_least,
+    factor,
+    fraction,
+    one_of,
+    probability,
+    rules_in_hints,
+)
 
 OPTIMIZERS = ("sgd", "adamw")
 LR_SCHEDULES = ("stall", "cosine", "linear")  # the kinds tacred.training.schedule.build_schedule knows
@@ -92,7 +101,7 @@ def check_given(spec: type, given: Mapping[str, Any], defaults: Mapping[str, Any
     hints = declared(spec)
     typed = {name: as_declared(hints[name], value) for name, value in given.items() if name in hints}
     values = Values({**defaults, **{k: v for k, v in typed.items() if v is not WRONG_TYPE}})
-    for option, option_rules in rules_of_hints(hints).items():
+    for option, option_rules in rules_in_hints(hints).items():
         if option not in typed or typed[option] is WRONG_TYPE:
             continue
         for rule in option_rules:
@@ -109,21 +118,6 @@ class Values(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
-
-
-def rules_of_hints(hints: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
-    """The rules in option types: a ``Literal``'s values, then the callables an ``Annotated`` holds."""
-    found = {}
-    for name, hint in hints.items():
-        rules: tuple[Any, ...] = ()
-        if get_origin(hint) is Annotated:
-            hint, *extras = get_args(hint)
-            rules = tuple(extra for extra in extras if callable(extra))
-        if get_origin(hint) is Literal:
-            rules = (one_of(get_args(hint)), *rules)
-        if rules:
-            found[name] = rules
-    return found
 
 
 WRONG_TYPE = object()
