@@ -94,6 +94,8 @@ def test_wrong_options_and_data_files_are_answered_before_lightning_loads(tmp_pa
         ([*demo, "--model.lr=-1e-3"], "tacred fit: error: --model.lr -0.001: must be a number > 0"),
         ([*demo, "--model.optimizer", "adam"], "tacred fit: error: --model.optimizer 'adam': must be one of sgd, adamw"),
         ([*demo, "--data.batch_size", "0"], "tacred fit: error: --data.batch_size 0: must be a number >= 1"),
+        ([*demo, "--model.lr", "fast"], "tacred fit: error: --model.lr 'fast': expected a value of type float"),
+        ([*demo, "--data.batch_size=2.5"], "tacred fit: error: --data.batch_size '2.5': expected a value of type int"),
         ([*demo, "--model.network.dropout", "2"],
          "tacred fit: error: --model.network.dropout 2.0: must be a probability in [0, 1)"),
         ([*demo, "--model.network.num_heads", "7"],

@@ -50,10 +50,12 @@ def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"--checkpoint_minutes {minutes!r}: {problem} (or null: at epoch ends only)")
 
 
-def check_model_and_data(config: Mapping[str, Any]) -> None:
+def check_model_and_data(config: Mapping[str, Any], texts: Mapping[str, str] | None = None) -> None:
     """The model's, the network's and the data module's options that ``config`` gives, against their rules
     (:mod:`tacred.training.option_specs`, :mod:`tacred.models.network_options`); the attention variants' own
-    options are checked when the network's configuration is built."""
+    options are checked when the network's configuration is built. ``texts``: the options typed on the command line
+    (:func:`command_line_texts`), whose values of the wrong type are named here as the parser would name them."""
+    texts = texts or {}
     from tacred.models.network_options import NetworkOptions
     from tacred.option_rules import OptionError, shown
     from tacred.training.option_specs import (
@@ -70,8 +72,10 @@ def check_model_and_data(config: Mapping[str, Any]) -> None:
         ("model.network", _init_args(model.get("network")), NetworkOptions, dataclass_defaults(NetworkOptions)),
         ("data", data, DataOption, DATA_DEFAULTS),
     ):
+        typed_on_command_line = {name[len(group) + 1:]: text for name, text in texts.items()
+                                 if name.startswith(group + ".") and "." not in name[len(group) + 1:]}
         try:
-            check_given(spec, values, defaults)
+            check_given(spec, values, defaults, typed_on_command_line)
         except OptionError as err:
             raise ConfigError(f"--{group}.{err.option} {shown(err.value)}: {err.rule}") from None
 
@@ -92,20 +96,32 @@ def given_config(argv: Sequence[str]) -> dict[str, Any]:
     from tacred.training.config_files import load_yaml
 
     merged: dict[str, Any] = {}
-    args = list(argv[1:])
-    i = 0
+    for name, value in _options(argv):
+        if name in ("--config", "-c"):
+            loaded = yaml.safe_load(value) if "\n" in value else load_yaml(value)
+            _merge(merged, loaded if isinstance(loaded, dict) else {})
+        elif name.startswith("--"):
+            _merge(merged, _nested(name[2:].split("."), _plain_value(value)))
+    return merged
+
+
+def command_line_texts(argv: Sequence[str]) -> dict[str, str]:
+    """The text of each ``--a.b VALUE`` option of ``COMMAND ARGS`` as typed (the last one given), by ``a.b``."""
+    return {name[2:]: value for name, value in _options(argv) if name.startswith("--") and name != "--config"}
+
+
+def _options(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, value) of every option of ``COMMAND ARGS`` that has a value (``--a.b VALUE`` or ``--a.b=VALUE``)."""
+    found, args, i = [], list(argv[1:]), 0
     while i < len(args):
         arg = args[i]
         name, value = (arg.split("=", 1) + [None])[:2] if arg.startswith("--") else (arg, None)
         if value is None and i + 1 < len(args) and not args[i + 1].startswith("--"):
             value, i = args[i + 1], i + 1
         i += 1
-        if name in ("--config", "-c") and value is not None:
-            loaded = yaml.safe_load(value) if "\n" in value else load_yaml(value)
-            _merge(merged, loaded if isinstance(loaded, dict) else {})
-        elif name.startswith("--") and value is not None:
-            _merge(merged, _nested(name[2:].split("."), _plain_value(value)))
-    return merged
+        if value is not None and (name.startswith("--") or name == "-c"):
+            found.append((name, value))
+    return found
 
 
 def _plain_value(text: str) -> Any:
@@ -165,7 +181,7 @@ def check_command(argv: Sequence[str], files: bool = True) -> None:
         return
     config = given_config(argv)
     check_trainer_and_threads(config)
-    check_model_and_data(config)
+    check_model_and_data(config, command_line_texts(argv))
     if files:
         for path in data_files(argv[0], config):
             check_data_file(path)

@@ -93,13 +93,18 @@ def declared(spec: type) -> dict[str, Any]:
     return {name: hint for name, hint in vars(spec).items() if get_origin(hint) is Annotated}
 
 
-def check_given(spec: type, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+def check_given(spec: type, given: Mapping[str, Any], defaults: Mapping[str, Any],
+                texts: Mapping[str, str] | None = None) -> None:
     """The rules of ``spec`` on the options in ``given`` (values as YAML reads a command line or a config file): the
     first one broken raises :class:`OptionError`; ``defaults`` stand in for the options not given (rules that compare
-    two options read them by key or, for a dataclass's, as attributes). A value of the wrong type is left to the
-    parser, whose error names the type."""
+    two options read them by key or, for a dataclass's, as attributes). A number option whose value is not one is an
+    error as the parser words it when ``texts`` (option → text typed on the command line) holds it, else left to the
+    parser."""
     hints = declared(spec)
     typed = {name: as_declared(hints[name], value) for name, value in given.items() if name in hints}
+    for name, value in typed.items():
+        if value is WRONG_TYPE and name in (texts or {}):
+            raise OptionError(spec, name, texts[name], f"expected a value of type {type_name(hints[name])}")
     values = Values({**defaults, **{k: v for k, v in typed.items() if v is not WRONG_TYPE}})
     for option, option_rules in rules_in_hints(hints).items():
         if option not in typed or typed[option] is WRONG_TYPE:
@@ -121,6 +126,13 @@ class Values(dict):
 
 
 WRONG_TYPE = object()
+
+
+def type_name(hint: Any) -> str:
+    """A number option's type as the parser names it: ``float``, ``int`` or ``int or None``."""
+    base = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    names = [getattr(kind, "__name__", str(kind)).replace("NoneType", "None") for kind in (get_args(base) or [base])]
+    return " or ".join(names)
 
 
 def as_declared(hint: Any, value: Any) -> Any:
