@@ -166,14 +166,21 @@ def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int)
         exclude += ["parser", "attribute_ruler"]
         if predictor.encoder.kind != "words":  # the transformer reads no POS tags
             exclude += ["tagger", "tok2vec"]
-    try:
-        nlp = spacy.load(name, exclude=exclude)
-    except OSError as err:
-        raise SpacyModelError(f"spaCy model '{name}' cannot be loaded ({err}); install it or pass --spacy_model") from err
-    if "parser" not in nlp.pipe_names:
-        nlp.add_pipe("sentencizer", first=True)
+    key = (name, tuple(exclude))
+    if key not in _TEXT_PIPELINES:  # loaded once per process and kind (a worker process loads its own)
+        try:
+            nlp = spacy.load(name, exclude=exclude)
+        except OSError as err:
+            raise SpacyModelError(f"spaCy model '{name}' cannot be loaded ({err}); install it or pass --spacy_model") from err
+        if "parser" not in nlp.pipe_names:
+            nlp.add_pipe("sentencizer", first=True)
+        _TEXT_PIPELINES[key] = nlp
+    nlp = _TEXT_PIPELINES[key]
     nlp.max_length = max(nlp.max_length, max_chars + 1)
     return nlp
+
+
+_TEXT_PIPELINES: dict[tuple[str, tuple[str, ...]], Language] = {}
 
 
 def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence[str], max_pairs: int = 100,
