@@ -32,7 +32,7 @@ def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
         ("a bad option value (--num_threads -1)", ["fit", "--config", *demo, "--num_threads", "-1"]),
         ("a bad trainer value (--trainer.max_epochs -3)", ["fit", "--config", *demo, "--trainer.max_epochs", "-3"]),
         ("a bad model value (--model.lr 0)", ["fit", "--config", *demo, "--model.lr", "0"]),
-        ("a bad network value (--model.network.num_heads 7)", ["fit", "--config", *demo, "--model.network.num_heads", "7"]),
+        ("a bad network value (...network.num_heads 7)", ["fit", "--config", *demo, "--model.network.num_heads", "7"]),
         ("a missing config file", ["fit", "--config", str(work / "missing.yaml")]),
         ("a missing data folder", ["fit", "--config", *demo, "--data.data_dir", str(work / "missing")]),
         ("a missing checkpoint (test)", ["test", "--ckpt_path", str(work / "missing.ckpt")]),
