@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tacred.data.examples import Example, log_bin, masked_tokens, relative_positions
+from tacred.data.examples import Example
 from tacred.data.vocab import Vocabularies
 
 # the id arrays of one example, in the order of the network's inputs (ONNX input names: FEATURE_INPUTS)
@@ -22,30 +22,12 @@ class LemmaMissing(ValueError):
     """An example without lemmas for a vocabulary of lemmas."""
 
 
-def encode_example(ex: Example, vocab: Vocabularies) -> dict[str, np.ndarray]:
-    """The id arrays (T,) of one example: words (lowercased, entity-masked as the vocabulary says), POS and NER
-    ids, and the log-binned relative positions to the subject and the object. The reference form;
-    :class:`FeatureEncoder` gives the same arrays faster for many examples."""
-    if vocab.use_lemmas and ex.lemmas is None:
-        raise LemmaMissing(f"example {ex.id!r} has no lemmas but the vocabulary uses lemmas")
-    words = ex.lemmas if vocab.use_lemmas and ex.lemmas is not None else ex.tokens
-    words = tuple(w.lower() for w in words) if vocab.lowercase else words
-    tokens = masked_tokens(ex, words) if vocab.entity_masking else list(words)
-    n = len(ex)
-    return {
-        "words": np.asarray(vocab.words.encode(tokens), dtype=np.int64),
-        "pos": np.asarray(vocab.pos.encode(ex.pos), dtype=np.int64),
-        "ner": np.asarray(vocab.ner.encode(ex.ner), dtype=np.int64),
-        "subj": np.asarray([log_bin(p) for p in relative_positions(ex.subj_start, ex.subj_end, n)], dtype=np.int64),
-        "obj": np.asarray([log_bin(p) for p in relative_positions(ex.obj_start, ex.obj_end, n)], dtype=np.int64),
-    }
-
-
 class FeatureEncoder:
     """:func:`encode_example` for many examples, with what a sentence's examples share done once: the word, POS and
     NER ids of the last sentence seen are kept (extraction asks every candidate pair of a sentence in a row, and
     TACRED's files hold several pairs of one sentence together), entity masking writes the mask words' ids over
-    the spans, and the binned positions come from one table. The arrays equal :func:`encode_example`'s."""
+    the spans, and the binned positions come from one table (``tests/data/test_features.py`` checks the arrays
+    against a plain per-example encoding)."""
 
     def __init__(self, vocab: Vocabularies) -> None:
         self.vocab = vocab

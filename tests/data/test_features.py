@@ -10,9 +10,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tacred.data.examples import Example
-from tacred.data.features import FEATURES, FeatureEncoder, LemmaMissing, encode_example
+from tacred.data.examples import Example, log_bin, masked_tokens, relative_positions
+from tacred.data.features import FEATURES, FeatureEncoder, LemmaMissing
 from tacred.data.vocab import Vocab, Vocabularies
+
+
+def encode_example(ex: Example, vocab: Vocabularies) -> dict[str, np.ndarray]:
+    """The reference: each example encoded on its own, word by word (the package's encoding before
+    :class:`FeatureEncoder`)."""
+    if vocab.use_lemmas and ex.lemmas is None:
+        raise LemmaMissing(f"example {ex.id!r} has no lemmas but the vocabulary uses lemmas")
+    words = ex.lemmas if vocab.use_lemmas and ex.lemmas is not None else ex.tokens
+    words = tuple(w.lower() for w in words) if vocab.lowercase else words
+    tokens = masked_tokens(ex, words) if vocab.entity_masking else list(words)
+    n = len(ex)
+    return {
+        "words": np.asarray(vocab.words.encode(tokens), dtype=np.int64),
+        "pos": np.asarray(vocab.pos.encode(ex.pos), dtype=np.int64),
+        "ner": np.asarray(vocab.ner.encode(ex.ner), dtype=np.int64),
+        "subj": np.asarray([log_bin(p) for p in relative_positions(ex.subj_start, ex.subj_end, n)], dtype=np.int64),
+        "obj": np.asarray([log_bin(p) for p in relative_positions(ex.obj_start, ex.obj_end, n)], dtype=np.int64),
+    }
+
 
 WORDS = ["Alice", "acme", "Acme", "the", "of", "Paris", "runs", "UNSEEN"]
 TYPES = ["PERSON", "ORGANIZATION", "CITY"]
