@@ -4,6 +4,7 @@ training: ensembles over seeds, paired significance against a reference, ``summa
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,29 +30,37 @@ SUMMARY_FILE = "summary.json"
 CURVES_FILE = "dev_curves.png"
 
 
+COMMIT_VARIABLE = "TACRED_COMMIT"
+
+
 def git_commit(cwd: str | Path | None = None) -> str | None:
-    """The code's commit (with ``+dirty`` when tracked files differ from it), or None outside a git checkout."""
+    """The code's commit (with ``+dirty`` when tracked files differ from it). Outside a git checkout (a copy of the
+    code sent to another machine without ``.git``) it is what ``TACRED_COMMIT`` names, else None."""
     try:
         run = {"cwd": cwd or Path(__file__).resolve().parent, "capture_output": True, "text": True, "timeout": 10}
         head = subprocess.run(["git", "rev-parse", "HEAD"], check=True, **run).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], check=True, **run).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
+        return os.environ.get(COMMIT_VARIABLE) or None
     return head + ("+dirty" if dirty.strip() else "")
 
 
 def environment() -> dict[str, str]:
     """What a run's numbers depend on besides the code, the config and the seed: the library versions and the CPU
     kernels ATen dispatches to. ``ATEN_CPU_CAPABILITY`` (``avx2``, ``avx512``, ``default``) chooses the kernels, and
-    AVX2 and AVX-512 kernels round differently, so one seed trains to other weights on a CPU that picks the other."""
+    AVX2 and AVX-512 kernels round differently, so one seed trains to other weights on a CPU that picks the other.
+    Where CUDA is available (the trainer's ``accelerator: auto`` then trains there), ``gpu`` names the card."""
     import platform
 
     import lightning
     import torch
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "lightning": lightning.__version__,
-            "numpy": np.__version__, "machine": platform.machine(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    found = {"python": platform.python_version(), "torch": torch.__version__, "lightning": lightning.__version__,
+             "numpy": np.__version__, "machine": platform.machine(),
+             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    if torch.cuda.is_available():
+        found["gpu"] = torch.cuda.get_device_name(0)
+    return found
 
 
 def provenance() -> dict[str, Any]:

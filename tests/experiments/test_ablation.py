@@ -361,6 +361,20 @@ def test_a_run_records_the_commit_its_fit_started_on(tmp_path: Path, fake: FakeR
     assert json.loads((out / "final" / "seed_1" / "result.json").read_text())["commit"] == "aaa1111"
 
 
+def test_a_copy_without_git_records_the_commit_it_was_copied_from(tmp_path: Path) -> None:
+    # a job on a machine the code was copied to without .git names its commit in TACRED_COMMIT
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "tacred", copy / "tacred")
+    code = "from tacred.experiments.results import git_commit; print(git_commit())"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(PYTHONPATH=str(copy), GIT_CEILING_DIRECTORIES=str(tmp_path))
+    bare = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=copy)
+    assert bare.stdout.strip() == "None"
+    named = subprocess.run([sys.executable, "-c", code], env={**env, "TACRED_COMMIT": "2b688f8"}, capture_output=True,
+                           text=True, check=True, cwd=copy)
+    assert named.stdout.strip() == "2b688f8"
+
+
 def test_the_recorded_environment_names_the_cpu_kernels_that_aten_cpu_capability_chose() -> None:
     # AVX2 and AVX-512 kernels round differently: a run's record must say which trained it, read from torch, not
     # assumed from the machine
