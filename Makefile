@@ -164,6 +164,13 @@ results-kbp37: kbp37-data semeval-data
 	  --out $(GLOVE_OUT)/transformer_bf16 --runs_dir runs/results/transformer_bf16 $(until)
 	nice $(TACRED) ablate --config configs/kbp37.yaml --variants configs/kbp37/transformer.yaml --seeds 1 2 3 4 5 \
 	  --checkpoint last --reference transformer --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until)
+	$(TACRED) pretrained list | grep -q '^mpnet .*/all-mpnet-base-v2$$' || $(TACRED) pretrained install mpnet
+	nice $(TACRED) ablate --config configs/kbp37.yaml --variants configs/kbp37/mpnet.yaml --seeds 1 2 3 4 5 \
+	  --checkpoint last --reference transformer --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until)
+	nice $(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/mpnet.yaml --seeds 1 2 3 \
+	  --checkpoint last --reference paper --out $(GLOVE_OUT)/five_seeds --runs_dir runs/results/semeval_glove $(until)
+	$(TACRED) compare $(GLOVE_OUT)/comparison.yaml --readme README.md
+	$(TACRED) compare $(KBP37_OUT)/comparison.yaml --readme README.md
 	$(AVX2) nice $(TACRED) tune --space configs/tune/kbp37_paper.yaml --n_trials $(TRIALS) --recheck 3 \
 	  --study_dir $(KBP37_OUT)/tune_paper --trials_dir runs/tune/kbp37_paper $(until)
 

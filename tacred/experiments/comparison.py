@@ -16,14 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from tacred.errors import TacredError
-from tacred.experiments.ablation import load_results
+from tacred.experiments.ablation import SETTLED_MARGIN, SETTLED_WINDOW, load_results
 from tacred.experiments.ensemble import mean_std
-from tacred.experiments.results import variant_summary
+from tacred.experiments.results import dev_curves, settled, variant_summary
 from tacred.io import write_json, write_text_atomic
 
 SUMMARY_FILE = "summary.json"
 TABLE_FILE = "comparison.md"
 TARGET_KEYS = ("macro_f1", "max_std", "vote_macro_f1")
+UNSETTLED = (f"† not settled: its mean dev F1 over seeds was more than {SETTLED_MARGIN:g} point below its best in one of "
+             f"its last {SETTLED_WINDOW} epochs (or, in a shorter recipe, after its first; `dev_plateau` in "
+             "summary.json): the row is measured at its recipe's epoch budget, not at its own plateau.")
 
 
 class ComparisonError(TacredError, ValueError):
@@ -161,9 +164,11 @@ def measure_variant(results: Path, variant: str, seeds: int) -> dict[str, Any]:
     if macro is None:
         raise ComparisonError(f"{results / variant}: a run has no semeval_macro_f1 (not tested on a directed label "
                               "set such as SemEval's or KBP37's)")
+    curves = dev_curves(results, [variant]).get(variant)
     return {"variant": variant, "complete": len(runs) >= seeds, **summary, "macro_f1": macro,
             "macro_f1_mean": round(mean_std(macro)[0], 2), "macro_f1_std": round(mean_std(macro)[1], 2),
-            "dev_f1_mean": round(mean_std(summary["dev_f1"])[0], 2)}
+            "dev_f1_mean": round(mean_std(summary["dev_f1"])[0], 2),
+            "settled": None if curves is None else settled(curves)}
 
 
 def verdicts(target: dict[str, float], row: dict[str, Any]) -> dict[str, Any]:
@@ -233,6 +238,8 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
         name = model.name
         if model.candidates and row.get("variant"):
             name = f"{name}: {model.candidates[row['variant']]}"
+        if row["complete"] and row.get("settled") is False:
+            name += " †"
         if row["seeds"]:
             macro = _pm(row["macro_f1_mean"], row["macro_f1_std"])
             micro = _pm(row["test_f1_mean"], row["test_f1_std"])
@@ -247,6 +254,8 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
     for i, paper in enumerate(spec.published, 1):
         lines.append(f"| {paper.name} [{i}] | {paper.inputs} | {paper.macro_f1:g} | – | – | published |")
     notes = [f"- [{i}] {paper.source}" for i, paper in enumerate(spec.published, 1)]
+    if any(summary[m.key]["complete"] and summary[m.key].get("settled") is False for m in spec.models):
+        notes = [UNSETTLED, "", *notes]
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
 

@@ -5,6 +5,7 @@ what the committed runs give."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +19,16 @@ LABELS = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)", "Member-Collect
 GOLD = [1, 2, 3, 0, 1, 3, 0, 2]
 
 
-def store(results: Path, variant: str, seed: int, pred: list[int], dev_f1: float, f1: float, macro: float) -> None:
+def store(results: Path, variant: str, seed: int, pred: list[int], dev_f1: float, f1: float, macro: float,
+          dev_curve: list[float] | None = None) -> None:
     """One stored run as `tacred ablate` leaves it: result.json and test_probabilities.npz."""
     folder = results / variant / f"seed_{seed}"
     folder.mkdir(parents=True)
     record = {"variant": variant, "seed": seed, "precision": f1, "recall": f1, "f1": f1, "dev_f1": dev_f1,
               "parameters": 10, "epochs": 40, "seconds": 1.0, "semeval_macro_f1": macro, "recipe": [f"{variant}.yaml"],
               "commit": "abc", "test": {"labels": LABELS, "no_relation": "Other", "gold": GOLD, "pred": pred}}
+    if dev_curve is not None:
+        record["dev_curve"] = dev_curve
     (folder / "result.json").write_text(json.dumps(record))
     probs = np.full((len(GOLD), len(LABELS)), 0.1)
     probs[np.arange(len(GOLD)), pred] = 0.7
@@ -157,18 +161,38 @@ def test_the_readme_gets_the_table_between_its_markers_and_nothing_else_moves(sp
 
 
 # -- the committed comparison --------------------------------------------------------------------------------------
-GLOVE = REPO / "docs" / "results" / "semeval_glove"
+def test_a_complete_row_whose_dev_f1_had_not_settled_is_marked(spec: Path) -> None:
+    # a short recipe still climbing on dev at its last epoch is measured at its budget, not at its plateau
+    runs = spec.parent / "runs"
+    for seed in (1, 2):
+        shutil.rmtree(runs / "paper" / f"seed_{seed}")
+        store(runs, "paper", seed, GOLD, dev_f1=0.8, f1=0.8, macro=0.8, dev_curve=[0.52, 0.64, 0.66])
+    summary = C.measure(C.load_spec(spec))
+    assert summary["paper"]["settled"] is False and summary["big"]["settled"] is None  # big stores no dev curve
+    table = C.render_markdown(C.load_spec(spec), summary)
+    assert "| the paper's network † | glove |" in table and C.UNSETTLED in table
+    for seed in (1, 2):
+        shutil.rmtree(runs / "paper" / f"seed_{seed}")
+        store(runs, "paper", seed, GOLD, dev_f1=0.8, f1=0.8, macro=0.8, dev_curve=[0.795, 0.80, 0.798])
+    summary = C.measure(C.load_spec(spec))
+    assert summary["paper"]["settled"] is True
+    assert "†" not in C.render_markdown(C.load_spec(spec), summary)
 
 
-def test_the_committed_summary_and_table_are_what_the_committed_runs_give(tmp_path: Path) -> None:
-    C.compare(GLOVE / "comparison.yaml", tmp_path)
+COMMITTED = [REPO / "docs" / "results" / "semeval_glove", REPO / "docs" / "results" / "kbp37"]
+
+
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda f: f.name)
+def test_the_committed_summary_and_table_are_what_the_committed_runs_give(folder: Path, tmp_path: Path) -> None:
+    C.compare(folder / "comparison.yaml", tmp_path)
     for name in ("summary.json", "comparison.md"):
-        assert (tmp_path / name).read_text() == (GLOVE / name).read_text(), (
-            f"{name} is stale: run `tacred compare docs/results/semeval_glove/comparison.yaml`")
+        assert (tmp_path / name).read_text() == (folder / name).read_text(), (
+            f"{name} is stale: run `tacred compare {folder.relative_to(REPO)}/comparison.yaml --readme README.md`")
 
 
-def test_readmes_results_table_is_the_committed_comparison() -> None:
-    table = C.table_of((GLOVE / "comparison.md").read_text())
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda f: f.name)
+def test_readmes_results_table_is_the_committed_comparison(folder: Path) -> None:
+    table = C.table_of((folder / "comparison.md").read_text())
     assert table in (REPO / "README.md").read_text(), "README's results table differs from comparison.md"
 
 
