@@ -241,8 +241,9 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
         if row["complete"] and row.get("settled") is False:
             name += " †"
         if row["seeds"]:
-            macro = _pm(row["macro_f1_mean"], row["macro_f1_std"])
-            micro = _pm(row["test_f1_mean"], row["test_f1_std"])
+            one = len(row["seeds"]) == 1  # no spread to show
+            macro = f"{row['macro_f1_mean']:.2f}" if one else _pm(row["macro_f1_mean"], row["macro_f1_std"])
+            micro = f"{row['test_f1_mean']:.2f}" if one else _pm(row["test_f1_mean"], row["test_f1_std"])
             vote = (f"{row['ensemble_vote_macro_f1']:.2f} / {row['ensemble_vote_f1']:.2f}"
                     if row["complete"] and row.get("ensemble_vote_macro_f1") is not None else "–")
             if not row["complete"]:
