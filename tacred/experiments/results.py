@@ -28,9 +28,7 @@ from tacred.io import atomic_path, read_json, write_json
 PROBS_FILE = "test_probabilities.npz"
 SUMMARY_FILE = "summary.json"
 CURVES_FILE = "dev_curves.png"
-
-
-COMMIT_VARIABLE = "TACRED_COMMIT"
+COMMIT_VARIABLE = "TACRED_COMMIT"  # the commit of a copy of the code without .git
 
 
 def git_commit(cwd: str | Path | None = None) -> str | None:
