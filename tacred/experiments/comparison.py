@@ -18,7 +18,7 @@ from typing import Any
 from tacred.errors import TacredError
 from tacred.experiments.ablation import SETTLED_MARGIN, SETTLED_WINDOW, load_results
 from tacred.experiments.ensemble import mean_std
-from tacred.experiments.results import dev_curves, settled, variant_summary
+from tacred.experiments.results import plateau_settled, variant_summary
 from tacred.io import write_json, write_text_atomic
 
 SUMMARY_FILE = "summary.json"
@@ -164,11 +164,11 @@ def measure_variant(results: Path, variant: str, seeds: int) -> dict[str, Any]:
     if macro is None:
         raise ComparisonError(f"{results / variant}: a run has no semeval_macro_f1 (not tested on a directed label "
                               "set such as SemEval's or KBP37's)")
-    curves = dev_curves(results, [variant]).get(variant)
+    found = summary["dev_plateau"]
     return {"variant": variant, "complete": len(runs) >= seeds, **summary, "macro_f1": macro,
             "macro_f1_mean": round(mean_std(macro)[0], 2), "macro_f1_std": round(mean_std(macro)[1], 2),
             "dev_f1_mean": round(mean_std(summary["dev_f1"])[0], 2),
-            "settled": None if curves is None else settled(curves)}
+            "settled": None if found is None else plateau_settled(found)}
 
 
 def verdicts(target: dict[str, float], row: dict[str, Any]) -> dict[str, Any]:

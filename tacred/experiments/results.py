@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,8 +256,13 @@ def settled(curves: np.ndarray, window: int = SETTLED_WINDOW, margin: float = SE
     """Whether the mean dev F1 over seeds stayed within ``margin`` points of its best in each of the last ``window``
     epochs (the rule that chose the recipe's epochs, :func:`plateau`); a row that is not settled, still rising or
     falling away at the end, is measured at the common budget rather than at its own plateau."""
-    since = plateau(curves, within=(margin,))["within_points_of_peak_from_epoch"][f"{margin:g}"]
-    return since is not None and since <= max(1, curves.shape[1] - window + 1)
+    return plateau_settled(plateau(curves, within=(margin,)), window, margin)
+
+
+def plateau_settled(found: Mapping[str, Any], window: int = SETTLED_WINDOW, margin: float = SETTLED_MARGIN) -> bool:
+    """:func:`settled` read off a :func:`plateau` record that holds ``margin`` (``summary.json``'s ``dev_plateau``)."""
+    since = found["within_points_of_peak_from_epoch"][f"{margin:g}"]
+    return since is not None and since <= max(1, found["epochs"] - window + 1)
 
 
 def plot_dev_curves(out: str | Path, variants: Sequence[str], path: Path) -> Path | None:
