@@ -28,18 +28,21 @@ from tacred.io import atomic_path, read_json, write_json
 PROBS_FILE = "test_probabilities.npz"
 SUMMARY_FILE = "summary.json"
 CURVES_FILE = "dev_curves.png"
-COMMIT_VARIABLE = "TACRED_COMMIT"  # the commit of a copy of the code without .git
+COMMIT_VARIABLE = "TACRED_COMMIT"  # the commit of a copy of the code (without .git, or with a stale one)
 
 
 def git_commit(cwd: str | Path | None = None) -> str | None:
-    """The code's commit (with ``+dirty`` when tracked files differ from it). Outside a git checkout (a copy of the
-    code sent to another machine without ``.git``) it is what ``TACRED_COMMIT`` names, else None."""
+    """The code's commit (with ``+dirty`` when tracked files differ from it). ``TACRED_COMMIT``, where set, names it
+    instead: a copy of the code sent to another machine has no ``.git``, or a stale one that names another commit.
+    Outside a git checkout and without the variable it is None."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
     try:
         run = {"cwd": cwd or Path(__file__).resolve().parent, "capture_output": True, "text": True, "timeout": 10}
         head = subprocess.run(["git", "rev-parse", "HEAD"], check=True, **run).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], check=True, **run).stdout
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get(COMMIT_VARIABLE) or None
+        return None
     return head + ("+dirty" if dirty.strip() else "")
 
 

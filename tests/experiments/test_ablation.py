@@ -361,8 +361,8 @@ def test_a_run_records_the_commit_its_fit_started_on(tmp_path: Path, fake: FakeR
     assert json.loads((out / "final" / "seed_1" / "result.json").read_text())["commit"] == "aaa1111"
 
 
-def test_a_copy_without_git_records_the_commit_it_was_copied_from(tmp_path: Path) -> None:
-    # a job on a machine the code was copied to without .git names its commit in TACRED_COMMIT
+def test_a_copy_records_the_commit_it_was_copied_from_not_its_stale_git(tmp_path: Path) -> None:
+    # a job on a machine the code was copied to names its commit in TACRED_COMMIT; without .git it is that or None
     copy = tmp_path / "copy"
     shutil.copytree(REPO / "tacred", copy / "tacred")
     code = "from tacred.experiments.results import git_commit; print(git_commit())"
@@ -373,6 +373,15 @@ def test_a_copy_without_git_records_the_commit_it_was_copied_from(tmp_path: Path
     named = subprocess.run([sys.executable, "-c", code], env={**env, "TACRED_COMMIT": "2b688f8"}, capture_output=True,
                            text=True, check=True, cwd=copy)
     assert named.stdout.strip() == "2b688f8"
+    # a copy with a stale .git (HEAD at an older commit, files changed): the variable names the code that runs
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for step in (["init", "-q"], ["add", "tacred"], ["commit", "-qm", "older code"]):
+        subprocess.run(git + step, cwd=copy, check=True, env=env)
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                          cwd=copy).stdout.strip() not in ("None", "fa8cbdf")  # git's own answer
+    stale = subprocess.run([sys.executable, "-c", code], env={**env, "TACRED_COMMIT": "fa8cbdf"}, capture_output=True,
+                           text=True, check=True, cwd=copy)
+    assert stale.stdout.strip() == "fa8cbdf"
 
 
 def test_the_recorded_environment_names_the_cpu_kernels_that_aten_cpu_capability_chose() -> None:
