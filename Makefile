@@ -167,6 +167,9 @@ results-kbp37: kbp37-data semeval-data
 	$(call twice,$(AVX2) $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/paper.yaml \
 	  --variants configs/kbp37/paper.yaml --seeds 1 2 3 4 5 --checkpoint last --reference transformer \
 	  --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until) --extra --num_threads 1)
+	$(call twice,$(AVX2) $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/pa_lstm.yaml \
+	  --variants configs/kbp37/pa_lstm.yaml --seeds 1 2 3 4 5 --checkpoint last --reference transformer \
+	  --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until) --extra --num_threads 1)
 	$(TACRED) pretrained install mpnet --if_missing
 	nice $(TACRED) ablate --config configs/kbp37.yaml --variants configs/kbp37/mpnet.yaml --seeds 1 2 3 4 5 \
 	  --checkpoint last --reference transformer --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until)
