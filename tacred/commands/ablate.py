@@ -172,6 +172,7 @@ def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:
 def render(args: argparse.Namespace, names: list[str] | None) -> int:
     from dataclasses import replace
 
+    from tacred.experiments.per_relation import write_per_relation
     from tacred.experiments.results import (
         CURVES_FILE,
         dev_curves,
@@ -191,6 +192,7 @@ def render(args: argparse.Namespace, names: list[str] | None) -> int:
     rows = [replace(row, settled=settled(curves[row.variant])) if row.variant in curves else row
             for row in summarize(results, args.reference, tests)]
     paths = write_tables(args.out, rows, args.reference, args.published)
+    paths += write_per_relation(args.out, [row.variant for row in rows])
     paths.append(write_summary(args.out, results))
     picture = plot_dev_curves(args.out, variants, Path(args.out) / CURVES_FILE)
     print(paths[0].read_text(encoding="utf-8"), end="")

@@ -25,6 +25,7 @@ from tacred.checkpoints import trained_seconds
 from tacred.commands import ablate
 from tacred.experiments import ablation as A
 from tacred.experiments import results as R
+from tacred.experiments.per_relation import PER_RELATION_FILES
 from tests.conftest import REPO, run_in_process
 
 ABLATIONS = sorted((REPO / "configs" / "ablations").glob("*.yaml"))
@@ -620,10 +621,10 @@ def test_the_committed_glove_ablation_tables_are_what_its_committed_runs_give(tm
     """The real-vector ablation's table (p column included) and summary.json re-render from the stored runs alone."""
     committed = REPO / "docs" / "results" / "semeval_glove" / "ablation"
     out = tmp_path / "ablation"
-    written = {*A.TABLE_FILES, "summary.json", R.CURVES_FILE}
+    written = {*A.TABLE_FILES, "summary.json", R.CURVES_FILE, *PER_RELATION_FILES}
     shutil.copytree(committed, out, ignore=lambda _, names: [n for n in names if n in written])
     run_in_process("ablate", "--out", str(out), "--table_only", "--published")
-    for name in ("table.md", "table.csv", "summary.json"):
+    for name in ("table.md", "table.csv", "summary.json", *PER_RELATION_FILES):
         assert (out / name).read_text() == (committed / name).read_text(), (
             f"{committed / name} is stale: run `tacred ablate --out {committed.relative_to(REPO)} --table_only --published`")
 
