@@ -164,6 +164,9 @@ results-kbp37: kbp37-data semeval-data
 	  --out $(GLOVE_OUT)/transformer_bf16 --runs_dir runs/results/transformer_bf16 $(until)
 	nice $(TACRED) ablate --config configs/kbp37.yaml --variants configs/kbp37/transformer.yaml --seeds 1 2 3 4 5 \
 	  --checkpoint last --reference transformer --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until)
+	nice $(TACRED) ablate --config configs/kbp37.yaml configs/kbp37/transformer.yaml \
+	  --variants configs/kbp37/transformer_epochs/epochs_10.yaml --seeds 1 --checkpoint last \
+	  --out $(KBP37_OUT)/transformer_epochs --runs_dir runs/results/kbp37_transformer_epochs $(until)
 	$(call twice,$(AVX2) $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/paper.yaml \
 	  --variants configs/kbp37/paper.yaml --seeds 1 2 3 4 5 --checkpoint last --reference transformer \
 	  --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until) --extra --num_threads 1)
