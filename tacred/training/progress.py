@@ -21,9 +21,10 @@ def _value(metrics: dict[str, Any], key: str) -> float | None:
 
 
 def epoch_line(epoch: int, max_epochs: int | None, metrics: dict[str, Any], lr: float | None, seconds: float,
-               best: tuple[int, float] | None) -> str:
+               best: tuple[int, float] | None, lr_end: float | None = None) -> str:
     """``epoch 3/30  train loss 1.2345  dev P 45.00 R 50.00 F1 47.37 (best 48.10 @ 2)  lr 0.1  12.3 s``; epochs count
-    from 1. Metrics that were not logged are left out."""
+    from 1. Metrics that were not logged are left out. ``lr`` is the learning rate the epoch started with; a schedule
+    that steps every batch (a warm-up) gives ``lr_end`` too, shown as ``lr 0 -> 0.0002`` where it moved."""
     total = f"/{max_epochs}" if max_epochs and max_epochs > 0 else ""
     parts = [f"epoch {epoch + 1}{total}"]
     loss = _value(metrics, "train/loss")
@@ -36,9 +37,13 @@ def epoch_line(epoch: int, max_epochs: int | None, metrics: dict[str, Any], lr: 
             dev += f" (best {100 * best[1]:.2f}" + (f" @ {best[0] + 1})" if best[0] >= 0 else ")")
         parts.append(dev)
     if lr is not None:
-        parts.append(f"lr {lr:.4g}")
+        parts.append(f"lr {lr:.4g}" + (f" -> {lr_end:.4g}" if lr_end is not None and lr_end != lr else ""))
     parts.append(f"{seconds:.1f} s")
     return "  ".join(parts)
+
+
+def _lr(trainer: Any) -> float | None:
+    return float(trainer.optimizers[0].param_groups[0]["lr"]) if trainer.optimizers else None
 
 
 class EpochSummary(Callback):
@@ -55,7 +60,7 @@ class EpochSummary(Callback):
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self._start = time.perf_counter()
-        self._lr = float(trainer.optimizers[0].param_groups[0]["lr"]) if trainer.optimizers else None
+        self._lr = _lr(trainer)
 
     def _previous_best(self, trainer: Any) -> tuple[int, float] | None:
         if self._best is not None:
@@ -74,8 +79,11 @@ class EpochSummary(Callback):
         if f1 is not None and (best is None or f1 > best[1]):
             best = (trainer.current_epoch, f1)
         self._best = best
+        # an epoch-interval scheduler has already stepped after the epoch's last batch (its new value is the next
+        # epoch's), so only a per-step schedule's value now is where this epoch ended
+        per_step = any(config.interval == "step" for config in trainer.lr_scheduler_configs)
         line = epoch_line(trainer.current_epoch, trainer.max_epochs, metrics, self._lr,
-                          time.perf_counter() - self._start, best)
+                          time.perf_counter() - self._start, best, lr_end=_lr(trainer) if per_step else None)
         bar = trainer.progress_bar_callback
         if bar is not None:
             bar.print(line)  # above the bar, without breaking it

@@ -5,6 +5,7 @@ all-MiniLM-L6-v2 when it is installed."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -271,7 +272,10 @@ def test_a_killed_transformer_run_resumes_to_the_same_numbers(demo_data: Path, t
     bert = write_tiny_bert(tmp_path_factory.mktemp("tiny_bert_resume"), corpus_words(demo_data))
     args = ["fit", "--config", "configs/demo.yaml", "--data.data_dir", str(demo_data), *TRANSFORMER,
             "--model.network.pretrained", str(bert), "--trainer.max_epochs", "4"]
-    run_in_process(*args, "--run_dir", str(tmp_path / "whole"))
+    whole = run_in_process(*args, "--run_dir", str(tmp_path / "whole"))
+    # the warm-up steps every batch: the epoch line shows the learning rate at the epoch's start and end
+    first = re.search(r"^epoch 1/4 .*  lr 0 -> (\S+)  ", whole.stdout, re.M)
+    assert first and 0 < float(first.group(1)) <= 0.002, whole.stdout
     cut = tmp_path / "cut"
     env = {**os.environ, "WANDB_MODE": "offline", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "tacred", *args, "--run_dir", str(cut)], env=env,

@@ -126,6 +126,9 @@ def test_the_epoch_line_leaves_out_what_was_not_logged():
     assert epoch_line(0, 5, {"train/loss": 1.5}, None, 2.04, None) == "epoch 1/5  train loss 1.5000  2.0 s"
     line = epoch_line(4, -1, {"val/f1": 0.5, "val/precision": 0.25, "val/recall": 1.0}, 0.09, 1.0, (-1, 0.6))
     assert line == "epoch 5  dev P 25.00 R 100.00 F1 50.00 (best 60.00)  lr 0.09  1.0 s"
+    # a per-step schedule (a warm-up): where the epoch started and ended; unchanged, one value
+    assert epoch_line(0, 5, {}, 0.0, 1.0, None, lr_end=2e-4) == "epoch 1/5  lr 0 -> 0.0002  1.0 s"
+    assert epoch_line(0, 5, {}, 0.1, 1.0, None, lr_end=0.1) == "epoch 1/5  lr 0.1  1.0 s"
 
 
 def test_the_model_summary_table_leaves_out_flops_and_keeps_the_totals():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,9 @@ def test_a_cosine_run_stopped_and_resumed_anneals_like_an_uninterrupted_one(demo
     fit = ["fit", "--config", str(REPO / "configs" / "demo.yaml"), "--data.data_dir", str(demo_data),
            "--model.network.word_dim", "24", "--model.network.ffn_dim", "16", "--model.network.attention_dim", "16",
            "--model.lr_schedule", "cosine", "--trainer.max_epochs", "3"]
-    run_in_process(*fit, "--run_dir", str(tmp_path / "straight"))
+    straight_run = run_in_process(*fit, "--run_dir", str(tmp_path / "straight"))
+    # stepped once an epoch: each epoch line shows the one rate the epoch trained at
+    assert re.findall(r"  lr (\S+)  ", straight_run.stdout) == ["0.1", "0.075", "0.025"], straight_run.stdout
     run_in_process(*fit, "--run_dir", str(tmp_path / "resumed"), "--trainer.max_steps", "10")  # 2 epochs of 5 batches
     assert [epoch for epoch, _, _ in lr_rows(tmp_path / "resumed")] == [0, 1]
     run_in_process(*fit, "--run_dir", str(tmp_path / "resumed"))
