@@ -327,7 +327,8 @@ def _p(row: Row, reference: str, tex: bool = False) -> str:
     return text.replace("<", "$<$") if tex else text
 
 
-def _pm(value: tuple[float, float], n: int, pm: str = " ± ") -> str:
+def format_mean_std(value: tuple[float, float], n: int, pm: str = " ± ") -> str:
+    """``mean ± std`` to one decimal, the mean alone for one run (``n``: the runs)."""
     return f"{value[0]:.1f}{pm}{value[1]:.1f}" if n > 1 else f"{value[0]:.1f}"
 
 
@@ -346,8 +347,8 @@ def render_markdown(rows: Sequence[Row], reference: str = "final", published: bo
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         n = len(r.seeds)
-        cells = ([r.label, _pm(r.precision, n), _pm(r.recall, n), _pm(r.f1, n)]
-                 + ([_pm(r.macro_f1, n) if r.macro_f1 else "—"] if macro else []) + [_delta(r, reference)]
+        cells = ([r.label, format_mean_std(r.precision, n), format_mean_std(r.recall, n), format_mean_std(r.f1, n)]
+                 + ([format_mean_std(r.macro_f1, n) if r.macro_f1 else "—"] if macro else []) + [_delta(r, reference)]
                  + ([_p(r, reference)] if tested else []) + [f"{r.parameters:,}", str(n)])
         if published:
             cells.append(f"{PUBLISHED_F1[r.variant]:.1f}" if r.variant in PUBLISHED_F1 else "—")
@@ -366,8 +367,8 @@ def render_latex(rows: Sequence[Row], reference: str = "final", published: bool 
     for r in rows:
         n = len(r.seeds)
         name = r.variant.replace("_", r"\_") + (r"$^\dagger$" if r.settled is False else "")
-        cells = ([name, *(_pm(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1))]
-                 + ([_pm(r.macro_f1, n, r" $\pm$ ") if r.macro_f1 else "--"] if macro else [])
+        cells = ([name, *(format_mean_std(v, n, r" $\pm$ ") for v in (r.precision, r.recall, r.f1))]
+                 + ([format_mean_std(r.macro_f1, n, r" $\pm$ ") if r.macro_f1 else "--"] if macro else [])
                  + [_delta(r, reference, minus="$-$")] + ([_p(r, reference, tex=True)] if tested else [])
                  + [f"{r.parameters:,}".replace(",", "{,}"), str(n)])
         if published:

@@ -9,6 +9,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from tacred.experiments.ablation import format_mean_std
 from tacred.experiments.ensemble import mean_std
 from tacred.experiments.results import StoredRun, load_stored
 from tacred.io import write_text_atomic
@@ -45,8 +46,7 @@ def per_relation(out: str | Path, variants: Sequence[str]) -> tuple[dict[str, di
 
 
 def _cell(values: Sequence[float]) -> str:
-    mean, std = mean_std(list(values))
-    return f"{mean:.1f} ± {std:.1f}" if len(values) > 1 else f"{mean:.1f}"
+    return format_mean_std(mean_std(list(values)), len(values))
 
 
 def _macro(relations: dict[str, list[float]]) -> list[float]:
