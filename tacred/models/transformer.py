@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from tacred.data.markers import MarkedBatch
 from tacred.data.pretrained_packages import PretrainedModelError, resolve_pretrained
@@ -42,6 +43,33 @@ def _load_pretrained(name: str) -> nn.Module:
             hf_logging.enable_progress_bar()
 
 
+class _Recomputed:
+    """One encoder layer as its encoder calls it: under activation checkpointing when training on more than
+    ``above_tokens`` padded sub-words (its inner activations are dropped and recomputed, with the same dropout masks,
+    in the backward pass), as itself otherwise."""
+
+    def __init__(self, layer: nn.Module, above_tokens: int) -> None:
+        self.layer, self.above_tokens = layer, above_tokens
+
+    def __call__(self, hidden: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if self.layer.training and torch.is_grad_enabled() and hidden.shape[0] * hidden.shape[1] > self.above_tokens:
+            return checkpoint(self.layer, hidden, *args, use_reentrant=False, preserve_rng_state=True, **kwargs)
+        return self.layer(hidden, *args, **kwargs)
+
+
+class RecomputedLayers(nn.ModuleList):
+    """An encoder's layer list whose loop (``for layer in self.layer``, as the Hugging Face encoders run it) gets
+    each layer as :class:`_Recomputed`; the layers stay its children, so parameter names and checkpoints are those
+    of the plain encoder."""
+
+    def __init__(self, layers: nn.ModuleList, above_tokens: int) -> None:
+        super().__init__(layers)
+        self.above_tokens = above_tokens
+
+    def __iter__(self) -> Any:
+        return (_Recomputed(layer, self.above_tokens) for layer in super().__iter__())
+
+
 class TransformerNetwork(nn.Module):
     """Zhou & Chen's classifier over a Hugging Face encoder. Built from ``cfg.transformer_config`` (weights then come
     from a checkpoint) or, when that is None, loaded from ``cfg.pretrained``, whose configuration it then records."""
@@ -67,6 +95,17 @@ class TransformerNetwork(nn.Module):
         self.head = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Dropout(cfg.dropout),
                                   nn.Linear(hidden, num_labels))
         self.train()  # from_pretrained hands the encoder over in eval mode (its dropout off)
+
+    def recompute_layers_above(self, tokens: int) -> None:
+        """Train batches of more than ``tokens`` padded sub-words (batch size × longest input) with activation
+        checkpointing: each encoder layer keeps only its input for the backward pass and runs again there, so memory
+        grows with one layer's activations instead of all of them, for one more forward pass through those batches.
+        The numbers are those of a plain run (the recomputation replays the same dropout masks)."""
+        stack = getattr(self.encoder, "encoder", None)
+        layers = getattr(stack, "layer", None)
+        if not isinstance(layers, nn.ModuleList):
+            raise PretrainedModelError(f"{type(self.encoder).__name__}: no encoder.layer list of layers to recompute")
+        stack.layer = RecomputedLayers(layers, tokens)
 
     def forward(self, batch: MarkedBatch) -> NetworkOutput:
         attention_mask = (~batch.pad_mask).long()  # (B, T), 1 at real tokens

@@ -57,6 +57,10 @@ class RelationExtractor(L.LightningModule):
             cannot trace a sparse gradient's backward (data-dependent shapes) and would split the graph.
         sparse_embedding: sparse word-embedding gradients when the recipe allows them (plain SGD, one process, not
             compiled): the same update, summed in a different order (last-bit differences; docs/performance.md).
+        checkpoint_above_tokens: the transformer encoder only: training batches of more than this many padded
+            sub-words (batch size × longest input) recompute each layer's activations in the backward pass instead
+            of keeping them (activation checkpointing): the same numbers in far less memory, for one more forward
+            pass through those batches. None: never. Not saved in checkpoints (a choice of the machine, not the model).
     """
 
     def __init__(
@@ -79,6 +83,7 @@ class RelationExtractor(L.LightningModule):
         sparse_embedding: bool = True,
         optimizer: ModelOption.optimizer = "sgd",
         warmup_ratio: ModelOption.warmup_ratio = 0.0,
+        checkpoint_above_tokens: ModelOption.checkpoint_above_tokens = None,
     ) -> None:
         super().__init__()
         if vocab is None:
@@ -98,13 +103,19 @@ class RelationExtractor(L.LightningModule):
         # test/predict command, kept out of checkpoints: on `tacred test --ckpt_path` LightningCLI applies a
         # checkpoint's hyperparameters over the command line, which must not override them
         self.save_hyperparameters(ignore=["vocab", "word_vectors", "network", "no_relation_threshold", "output_dir",
-                                          "compile"])
+                                          "compile", "checkpoint_above_tokens"])
         self.output_dir = output_dir
         self.no_relation_threshold = threshold
         self.vocab = vocab
         self.network_config = network
         self.net = build_network(network, vocab, word_vectors)
         self.hparams["network"] = network.to_dict()  # after building: a transformer records its architecture
+        if checkpoint_above_tokens is not None:
+            if network.encoder != "transformer":
+                raise OptionError(RelationExtractor, "checkpoint_above_tokens", checkpoint_above_tokens,
+                                  "recomputes the layers of the transformer encoder only (network.encoder: "
+                                  f"{network.encoder})")
+            self.net.recompute_layers_above(checkpoint_above_tokens)
         self.compiled = compile
         if compile:
             # in place, so parameter names (and checkpoints) stay those of the plain network

@@ -67,6 +67,7 @@ class ModelOption:
     no_relation_weight = Annotated[float, at_least(0)]
     optimizer = Annotated[str, one_of(OPTIMIZERS)]
     warmup_ratio = Annotated[float, fraction]
+    checkpoint_above_tokens = Annotated[int | None, at_least(1, none_ok=True)]
 
 
 class DataOption:
