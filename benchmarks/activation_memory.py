@@ -12,9 +12,7 @@ all-mpnet-base-v2, ``tacred pretrained install mpnet``). ``--quick``: a tiny MPN
 from __future__ import annotations
 
 import argparse
-import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,11 +22,11 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, Table, autocast, cpu_flags, machine_line  # noqa: E402
+from common import REPO, Table, answered_as_worker, autocast, cpu_flags, machine_line, run_worker  # noqa: E402
 
 BATCH = 32  # the transformer recipe's batch size
-# (length, recomputed): the plain step at 500 sub-words is left out, since it needs more than the 24 GB of the
-# machine these figures were first measured on (the kernel kills it)
+# (length, recomputed): no plain step at 500 sub-words, since MPNet's KBP37 run that kept the activations of such a
+# batch was killed for memory on a 24 GB machine
 ROWS = ((128, False), (128, True), (256, False), (256, True), (500, True))
 QUICK_ROWS = ((16, False), (16, True))
 
@@ -63,12 +61,6 @@ def worker(task: dict[str, Any]) -> dict[str, float]:
     return {"seconds": seconds, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
-def _run_worker(task: dict[str, Any]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(task)], capture_output=True, text=True,
-                          cwd=REPO)
-    if done.returncode != 0:
-        raise RuntimeError(f"benchmark row {task} failed (status {done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(pretrained: str, quick: bool = False) -> Table:
@@ -84,7 +76,7 @@ def run(pretrained: str, quick: bool = False) -> Table:
         for length, recomputed in QUICK_ROWS if quick else ROWS:
             task = {"pretrained": pretrained, "length": length, "recomputed": recomputed, "threads": 2,
                     "precision": precision}
-            got = worker(task) if quick else _run_worker(task)  # quick: in-process, a smoke test
+            got = worker(task) if quick else run_worker(__file__, task)  # quick: in-process, a smoke test
             table.add(length, "recomputed" if recomputed else "kept", got["seconds"], got["peak_rss_gib"])
     table.notes += [machine_line(), f"model: {pretrained}; random inputs, no padding; 2 threads.",
                     "peak RSS: the whole process of the row, from ru_maxrss (quick mode: this process so far)."]
@@ -93,8 +85,7 @@ def run(pretrained: str, quick: bool = False) -> Table:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--worker"]:
-        print(json.dumps(worker(json.loads(argv[1]))))
+    if answered_as_worker(argv, worker):
         return 0
     parser = argparse.ArgumentParser(prog="benchmarks/activation_memory.py", description=__doc__)
     parser.add_argument("--pretrained", default="mpnet", help="a packaged short name or a model folder")

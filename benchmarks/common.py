@@ -284,6 +284,25 @@ def write_generated_data(out: Path, n_train: int, n_dev: int, n_test: int, seed:
     (out / "labels.json").write_text(json.dumps(LABELS), encoding="utf-8")
 
 
+def run_worker(script: str, task: dict, env: dict[str, str] | None = None) -> dict:
+    """One benchmark row in a fresh process (``python SCRIPT --worker TASK``), so its peak memory is its own: the JSON
+    object the worker printed last. A failed row is an error naming the task and the worker's stderr."""
+    done = subprocess.run([sys.executable, script, "--worker", json.dumps(task)], capture_output=True, text=True,
+                          cwd=REPO, env=None if env is None else {**os.environ, **env})
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmark row {task} failed (status {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def answered_as_worker(argv: list[str], worker: Callable[[dict], dict]) -> bool:
+    """True when ``argv`` is ``--worker TASK`` (a row :func:`run_worker` asked for): the row ran here and its figures
+    are printed as one JSON line."""
+    if argv[:1] != ["--worker"]:
+        return False
+    print(json.dumps(worker(json.loads(argv[1]))))
+    return True
+
+
 def script_main(run: Callable[[bool], Table], prog: str, doc: str | None, argv: list[str] | None,
                 quick_help: str = "tiny sizes (a smoke test, not a measurement)") -> int:
     """The command line of a single benchmark script: ``--quick`` and the printed table."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import QUICK_FIT_ARGS, REPO, Table, machine_line  # noqa: E402
+from common import QUICK_FIT_ARGS, REPO, Table, answered_as_worker, machine_line, run_worker  # noqa: E402
 
 SENTENCES_PER_DOCUMENT = 5
 CHUNK = 16
@@ -157,12 +156,6 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
             "peak_rss_mib": rss, "pairs_per_sentence": task.get("pairs_per_sentence", 0.0)}
 
 
-def _run_worker(task: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(task)], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    if done.returncode != 0:
-        raise RuntimeError(f"benchmark row {task} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 PIPELINES = ("spacy", "spacy_tagger", "paper", "paper50", "minilm")
@@ -201,7 +194,8 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
                 task = {"what": what if what.startswith("spacy") else "extract", "workers": workers,
                         "ckpt": str(checkpoints.get(what, "")), "source": str(documents or work / "data"),
                         "documents": n_docs}
-                got = worker(task) if quick else _run_worker(task)  # quick: in this process, a smoke test
+                # quick: in this process, a smoke test
+                got = worker(task) if quick else run_worker(__file__, task, env={"OMP_NUM_THREADS": "1"})
                 torch.set_num_threads(threads)
                 if what == "spacy":
                     ceiling[workers] = got["sentences_per_s"]
@@ -229,8 +223,7 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--worker"]:
-        print(json.dumps(worker(json.loads(argv[1]))))
+    if answered_as_worker(argv, worker):
         return 0
     import argparse
 

@@ -10,9 +10,7 @@ one (``pip install -e '.[transformer]'``). ``--quick`` uses a tiny BERT written 
 
 from __future__ import annotations
 
-import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +21,17 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import QUICK_NETWORK, REPO, Table, benchmark_data, machine_line, median, script_main  # noqa: E402
+from common import (  # noqa: E402
+    QUICK_NETWORK,
+    REPO,
+    Table,
+    answered_as_worker,
+    benchmark_data,
+    machine_line,
+    median,
+    run_worker,
+    script_main,
+)
 
 BATCH = 32  # the transformer recipe's batch size, for training and inference alike
 
@@ -142,12 +150,6 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
     return {"sentences_per_s": rate, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def _run_worker(task: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--worker", json.dumps(task)], capture_output=True, text=True,
-                          cwd=REPO)
-    if done.returncode != 0:
-        raise RuntimeError(f"benchmark row {task} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(quick: bool = False) -> Table:
@@ -170,7 +172,7 @@ def run(quick: bool = False) -> Table:
                 for threads in (1, 2):
                     task = {"kind": kind, "what": what, "threads": threads, "data_dir": str(data.data_dir),
                             "pretrained": pretrained, "quick": quick}
-                    got = worker(task) if quick else _run_worker(task)  # quick: in-process, a smoke test
+                    got = worker(task) if quick else run_worker(__file__, task)  # quick: in-process, a smoke test
                     rates[(kind, what, threads)] = got["sentences_per_s"]
                     shown = {"training": "training step", "pytorch": "inference, PyTorch eager",
                              "onnxruntime": "inference, ONNX Runtime",
@@ -199,8 +201,9 @@ def fusion() -> str:
         data = benchmark_data(False, Path(scratch))
         rows = []
         for what in ("onnxruntime", "onnxruntime_fused"):
-            got = _run_worker({"kind": "transformer", "what": what, "threads": 2, "data_dir": str(data.data_dir),
-                               "pretrained": "minilm", "quick": False})
+            task = {"kind": "transformer", "what": what, "threads": 2, "data_dir": str(data.data_dir),
+                    "pretrained": "minilm", "quick": False}
+            got = run_worker(__file__, task)
             rows.append(f"| {what} | {got['sentences_per_s']:.0f} |")
     return "\n".join(["| MiniLM inference, 2 threads | sentences/s |", "|---|---:|", *rows, "", machine_line()])
 
@@ -208,8 +211,7 @@ def fusion() -> str:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    if argv[:1] == ["--worker"]:
-        print(json.dumps(worker(json.loads(argv[1]))))
+    if answered_as_worker(argv, worker):
         return 0
     if argv[:1] == ["--fusion"]:
         print(fusion())
