@@ -11,6 +11,7 @@ import torch
 
 pytest.importorskip("transformers", reason="the transformer extra is not installed (pip install -e '.[transformer]')")
 
+from tacred.checkpoints import read_checkpoint  # noqa: E402
 from tacred.data.markers import MarkedBatch  # noqa: E402
 from tacred.models.config import NetworkConfig  # noqa: E402
 from tacred.models.transformer import TransformerNetwork  # noqa: E402
@@ -74,6 +75,8 @@ def test_a_bf16_fit_with_every_batch_recomputed_ends_like_a_plain_one(demo_data:
     run_in_process(*args, "--model.checkpoint_above_tokens", "1", "--run_dir", str(tmp_path / "recomputed"))
     metrics = [(tmp_path / run / "metrics.csv").read_text() for run in ("plain", "recomputed")]
     assert metrics[0] == metrics[1] and "val/f1" in metrics[0]
+    stored = read_checkpoint(tmp_path / "recomputed" / "checkpoints" / "last.ckpt")["hyper_parameters"]
+    assert "checkpoint_above_tokens" not in stored  # a choice of the machine that trains, not of the model
 
 
 def test_a_word_network_refuses_the_option(demo_data: Path, tmp_path: Path) -> None:
