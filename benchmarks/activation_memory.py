@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, Table, answered_as_worker, autocast, cpu_flags, machine_line, run_worker  # noqa: E402
+from common import REPO, Table, answered_as_worker, autocast, machine_line, precisions, run_worker  # noqa: E402
 
 BATCH = 32  # the transformer recipe's batch size
 # (length, recomputed): no plain step at 500 sub-words, since MPNet's KBP37 run that kept the activations of such a
@@ -41,7 +41,7 @@ def worker(task: dict[str, Any]) -> dict[str, float]:
     torch.manual_seed(0)
     net = TransformerNetwork(NetworkConfig(encoder="transformer", pretrained=task["pretrained"], dropout=0.1), 37)
     if task["recomputed"]:
-        net.recompute_layers_above(BATCH * 8)
+        net.recompute_layers_above(1)  # every batch
     length, vocab = task["length"], net.encoder.config.vocab_size
     batch = MarkedBatch(input_ids=torch.randint(5, vocab, (BATCH, length)),
                         pad_mask=torch.zeros(BATCH, length, dtype=torch.bool),
@@ -61,10 +61,8 @@ def worker(task: dict[str, Any]) -> dict[str, float]:
     return {"seconds": seconds, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
-
-
 def run(pretrained: str, quick: bool = False) -> Table:
-    precision = "bf16-mixed" if quick or {"avx512_bf16", "amx_bf16"} & set(cpu_flags()) else "32-true"
+    precision = precisions(quick)[-1]  # bf16-mixed where the CPU has bf16 instructions
     with tempfile.TemporaryDirectory(prefix="tacred-bench-recompute-") as scratch:
         if quick:
             sys.path.insert(0, str(REPO))

@@ -108,13 +108,12 @@ class RelationExtractor(L.LightningModule):
         self.no_relation_threshold = threshold
         self.vocab = vocab
         self.network_config = network
+        if checkpoint_above_tokens is not None and network.encoder != "transformer":  # refused before building
+            raise OptionError(RelationExtractor, "checkpoint_above_tokens", checkpoint_above_tokens,
+                              f"recomputes the layers of the transformer encoder only (network.encoder: {network.encoder})")
         self.net = build_network(network, vocab, word_vectors)
         self.hparams["network"] = network.to_dict()  # after building: a transformer records its architecture
         if checkpoint_above_tokens is not None:
-            if network.encoder != "transformer":
-                raise OptionError(RelationExtractor, "checkpoint_above_tokens", checkpoint_above_tokens,
-                                  "recomputes the layers of the transformer encoder only (network.encoder: "
-                                  f"{network.encoder})")
             self.net.recompute_layers_above(checkpoint_above_tokens)
         self.compiled = compile
         if compile:
