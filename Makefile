@@ -177,10 +177,13 @@ results-kbp37: kbp37-data semeval-data
 	nice $(TACRED) ablate --config configs/kbp37.yaml --variants configs/kbp37/mpnet.yaml --seeds 1 2 3 4 5 \
 	  --checkpoint last --reference transformer --out $(KBP37_OUT)/five_seeds --runs_dir runs/results/kbp37_five_seeds $(until)
 	nice $(TACRED) ablate --config configs/kbp37.yaml configs/kbp37/mpnet.yaml \
-	  --variants configs/kbp37/mpnet_epochs/epochs_5.yaml --seeds 1 --checkpoint last \
+	  --variants configs/kbp37/mpnet_epochs/epochs_5.yaml --seeds 1 2 3 4 5 --checkpoint last \
 	  --out $(KBP37_OUT)/mpnet_epochs --runs_dir runs/results/kbp37_mpnet_epochs $(until)
 	nice $(TACRED) ablate --config configs/semeval.yaml --variants configs/semeval/mpnet.yaml --seeds 1 2 3 \
 	  --checkpoint last --reference paper --out $(GLOVE_OUT)/five_seeds --runs_dir runs/results/semeval_glove $(until)
+	nice $(TACRED) ablate --config configs/semeval.yaml configs/semeval/mpnet.yaml \
+	  --variants configs/semeval/mpnet_epochs/epochs_10.yaml --seeds 1 2 3 --checkpoint last \
+	  --out $(GLOVE_OUT)/mpnet_epochs --runs_dir runs/results/semeval_mpnet_epochs $(until)
 	$(TACRED) compare $(GLOVE_OUT)/comparison.yaml --readme README.md
 	$(TACRED) compare $(KBP37_OUT)/comparison.yaml --readme README.md
 	$(AVX2) nice $(TACRED) tune --space configs/tune/kbp37_paper.yaml --n_trials $(TRIALS) --recheck 3 \
