@@ -108,10 +108,12 @@ def _failed(variant: Variant, seed: int, command: str, log: Path, lines: int = 1
 
 
 def evaluate_run(checkpoint: Path) -> Any:
-    """The checkpoint's test probabilities (:func:`tacred.training.evaluate`)."""
+    """The checkpoint's test probabilities (:func:`tacred.training.evaluate`, fp32), on the GPU where there is one
+    (where the fit's ``accelerator: auto`` trained): a base-size encoder scored on the CPU of a GPU machine, beside
+    other sweeps, takes minutes."""
     from tacred.training import evaluate
 
-    return evaluate(checkpoint, "test")
+    return evaluate(checkpoint, "test", device="auto")
 
 
 def run_one(args: argparse.Namespace, variant: Variant, seed: int) -> RunResult:

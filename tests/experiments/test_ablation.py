@@ -619,3 +619,15 @@ def test_real_sweep_two_variants_resume_and_table_only(tmp_path: Path, tiny_data
 def test_the_ablations_page_shows_the_committed_tables(study: str) -> None:
     table = (REPO / "docs" / "results" / study / "ablation" / "table.md").read_text().split("\n\n")[0]
     assert table in (REPO / "docs" / "ablations.md").read_text(), f"docs/ablations.md shows a stale {study} table"
+
+
+def test_the_test_split_is_scored_on_the_gpu_where_there_is_one(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """A sweep on a GPU machine scores on the GPU its fits trained on, not on that machine's CPU (``device='auto'``
+    resolves to CUDA there and to the CPU here)."""
+    import tacred.training as training
+
+    seen: list[tuple[Path, str, str]] = []
+    monkeypatch.setattr(training, "evaluate", lambda ckpt, split, device="cpu": seen.append((ckpt, split, device)))
+    ablate.evaluate_run(tmp_path / "last.ckpt")
+    assert seen == [(tmp_path / "last.ckpt", "test", "auto")]
