@@ -3,8 +3,8 @@
 
 A spec (YAML, e.g. ``docs/results/semeval_glove/comparison.yaml``) names the stored results folder, the models
 (a variant folder each, or ``candidates``, variant → description: the one with the highest mean dev F1 over its
-seeds, chosen on dev only)
-and the published figures with their sources. :func:`compare` writes ``summary.json`` and ``comparison.md`` from
+seeds, chosen on dev only; ``FOLDER/VARIANT`` names a variant stored in another folder beside the spec, such as a
+longer schedule's sweep) and the published figures with their sources. :func:`compare` writes ``summary.json`` and ``comparison.md`` from
 the stored runs alone, so the table is regenerated, never typed.
 """
 
@@ -186,15 +186,22 @@ def verdicts(target: dict[str, float], row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _measure_named(spec: Spec, name: str, seeds: int) -> dict[str, Any]:
+    """:func:`measure_variant` of ``VARIANT`` in the spec's results folder, or of ``FOLDER/VARIANT`` in ``FOLDER``
+    beside the spec; the row keeps the name as written."""
+    folder, _, variant = name.rpartition("/")
+    return {**measure_variant(spec.path.parent / folder if folder else spec.results, variant, seeds), "variant": name}
+
+
 def measure(spec: Spec) -> dict[str, Any]:
     """``summary.json``'s content: one entry per model (``best``-style entries name the variant chosen on dev),
     plus the published figures."""
     models: dict[str, Any] = {}
     for model in spec.models:
         if model.variant is not None:
-            row = measure_variant(spec.results, model.variant, spec.model_seeds(model))
+            row = _measure_named(spec, model.variant, spec.model_seeds(model))
         else:
-            rows = [measure_variant(spec.results, c, spec.model_seeds(model)) for c in model.candidates]
+            rows = [_measure_named(spec, c, spec.model_seeds(model)) for c in model.candidates]
             if all(r["complete"] for r in rows):
                 row = dict(max(rows, key=lambda r: r["dev_f1_mean"]))
                 row["chosen_by"] = f"highest mean dev F1 over seeds among {', '.join(model.candidates)}"

@@ -97,6 +97,18 @@ def test_a_row_short_of_its_seeds_is_marked_under_way_and_has_no_verdict(spec: P
     assert "| C-GCN [1] | GloVe 840B.300d | 84.8 |" in table and "[1] Zhang et al. (2018)" in table
 
 
+def test_a_candidate_may_be_stored_in_another_folder_beside_the_spec(spec: Path) -> None:
+    """A longer schedule swept into its own folder competes on dev with the recipe in the results folder."""
+    longer = spec.parent / "longer"
+    store(longer, "epochs_10", 1, [1, 2, 3, 0, 1, 3, 0, 2], dev_f1=0.85, f1=0.80, macro=0.75)
+    store(longer, "epochs_10", 2, [1, 2, 3, 0, 1, 3, 0, 2], dev_f1=0.83, f1=0.80, macro=0.77)
+    spec.write_text(spec.read_text().replace("lstm: an LSTM}", "longer/epochs_10: ten epochs}"))
+    summary = C.measure(C.load_spec(spec))
+    assert summary["best"]["variant"] == "longer/epochs_10" and summary["best"]["macro_f1"] == [75.0, 77.0]
+    assert summary["best"]["candidates_dev_f1_mean"] == {"paper": 80.0, "longer/epochs_10": 84.0}
+    assert "| best: ten epochs | glove | 76.00 ± 1.41 |" in C.render_markdown(C.load_spec(spec), summary)
+
+
 def test_best_waits_for_every_candidate(spec: Path) -> None:
     for path in (spec.parent / "runs" / "lstm" / "seed_2").iterdir():
         path.unlink()
