@@ -4,8 +4,8 @@
 A spec (YAML, e.g. ``docs/results/semeval_glove/comparison.yaml``) names the stored results folder, the models
 (a variant folder each, or ``candidates``, variant → description: the one with the highest mean dev F1 over its
 seeds, chosen on dev only; ``FOLDER/VARIANT`` names a variant stored in another folder beside the spec, such as a
-longer schedule's sweep) and the published figures with their sources. :func:`compare` writes ``summary.json`` and ``comparison.md`` from
-the stored runs alone, so the table is regenerated, never typed.
+longer schedule's sweep) and the published figures with their sources. :func:`compare` writes ``summary.json`` and
+``comparison.md`` from the stored runs alone, so the table is regenerated, never typed.
 """
 
 from __future__ import annotations
