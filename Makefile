@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE ?= 1
 export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install test test-fast test-scale demo docs lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
+.PHONY: install test test-slow test-all test-scale demo docs lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
 	results-semeval results-semeval-glove kbp37-data results-kbp37
 
 install: $(VENV)/.installed
@@ -33,16 +33,22 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
+# Three tiers, each a pytest marker selection. `make test` (the README's) is the quick one: everything that neither
+# trains for more than a few seconds, nor starts tacred in a subprocess or a server (marked `slow`), nor launches a
+# scale-out job (marked `scale`). CI (.ci/run) runs all three; `make test-all` does the same here.
 test: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not scale"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not scale"
 
-test-fast: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not scale"
+# the end-to-end tier: real trainings, the CLI in subprocesses, servers, notebooks, the benchmarks' smoke runs
+test-slow: install
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "slow and not scale"
+
+test-all: test test-slow test-scale
 
 # The documented scale-out launches (docs/distributed.md): torchrun and a SLURM job as two nodes on this machine,
 # two tune workers on a throwaway PostgreSQL server, one killed mid-trial (skipped where PostgreSQL is not installed;
 # .ci/run installs it), and `tacred extract --engine ray` on a two-node Ray cluster whose worker node is killed
-# mid-run. Kept out of `make test` to hold it under 5 minutes on 2 cores; CI runs both.
+# mid-run. Kept out of `make test` and `make test-slow` (minutes of 2 cores each); CI runs all three tiers.
 test-scale: install $(VENV)/.installed-ray
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m scale
 

@@ -281,8 +281,8 @@ BAD_CHECKPOINTS: dict[str, Callable[[Path, Workspace], Path]] = {
 }
 
 
-# Lightning commands build their whole parser (about a second per case): all of them run in `make test`, these
-# few also in `make test-fast`
+# Lightning commands build their whole parser (about a second per case): most run in `make test-slow`, these few in
+# the quick `make test`
 FAST = {"num_heads_0", "resume_typo", "yaml_syntax", "yaml_duplicate_key", "glove_empty", "data_subj_start_string_once",
         "data_duplicate_id", "data_typo_relation", "test_ckpt_runs_code", "fit_ckpt_other_labels", "run_dir_is_file"}
 

@@ -36,6 +36,7 @@ SKIPPED = {
     "make demo": MAKE_ENV + "; the demo model is trained below as `make demo` trains it, on a smaller corpus",
     "make test": MAKE_ENV + "; it is this suite", "make install": MAKE_ENV, "make docs": MAKE_ENV +
     "; tests/test_docs.py builds the site", "make lint": MAKE_ENV, "make test-scale": MAKE_ENV + "; runs the scale tests",
+    "make test-slow": MAKE_ENV + "; runs the slow tier of this suite", "make test-all": MAKE_ENV + "; all three tiers",
     "make bench": MAKE_ENV + "; the benchmarks take minutes", "make results-semeval": HOURS, "make tune-semeval": HOURS,
     "tacred fit --config configs/tacred.yaml": TACRED_DATA + " (and GloVe 840B, 2 GB, or several GPUs)",
     "tacred fit --config configs/demo.yaml --run_dir runs/ddp_cpu": "30 epochs in two DDP processes (minutes); "
