@@ -140,17 +140,24 @@ def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
     assert {r.object.text for r in model.extract(TYPED_TEXT, signatures=False)} == {"Acme Corp", "Boston", "1990"}
 
 
-def test_a_model_without_signatures_is_not_filtered_and_says_so_once(nlp, caplog, monkeypatch):
+def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_once(nlp, caplog, monkeypatch):
     from tacred.inference import signature_filter
 
     monkeypatch.setattr(signature_filter, "_warned", False)
     model = word_predictor(TACRED_LABELS, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
-    assert len(model.extract(TYPED_TEXT)) == 3 and len(model.extract(TYPED_TEXT)) == 3
-    assert caplog.text.count("holds no relation signatures") == 1
+    assert [(r.object.text, r.relation) for r in model.extract(TYPED_TEXT)] == [("Boston", "per:city_of_birth")]
+    assert "holds no relation signatures" not in caplog.text  # TAC KBP's schema covers every label
+    open_labels = ["no_relation", "per:city_of_birth", "works_near"]  # a relation outside the schema takes any pair
+    mixed = word_predictor(open_labels, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
+    found = mixed.extract(TYPED_TEXT)
+    assert found and found == mixed.extract(TYPED_TEXT) == mixed.extract(TYPED_TEXT, signatures=False)
+    assert {r.relation for r in found} == {"works_near"}
+    assert caplog.text.count("holds no relation signatures") == 1 and "(works_near)" in caplog.text
 
 
-def test_the_checkpoint_of_an_earlier_version_still_extracts(nlp, caplog, monkeypatch):
+def test_the_checkpoint_of_an_earlier_version_still_extracts_within_the_schema(nlp, caplog, monkeypatch):
     from tacred import load_model
+    from tacred.data.schema import schema_pairs
     from tacred.inference import signature_filter
     from tests.conftest import REPO
 
@@ -158,7 +165,10 @@ def test_the_checkpoint_of_an_earlier_version_still_extracts(nlp, caplog, monkey
     old = load_model(REPO / "tests" / "fixtures" / "checkpoint_v1.ckpt", device="cpu")
     assert old.encoder.vocab.signatures is None
     old.threshold = -50.0
-    assert old.extract(TEXT) and "holds no relation signatures" in caplog.text
+    unfiltered = old.extract(TEXT, signatures=False)
+    kept = old.extract(TEXT)
+    assert unfiltered and len(kept) < len(unfiltered) and "holds no relation signatures" not in caplog.text
+    assert all((r.subject.type, r.object.type) in schema_pairs(r.relation) for r in kept)
 
 
 def test_extract_takes_any_iterable_and_yields_lazily(model, nlp):
