@@ -209,3 +209,28 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
         model.threshold = None
     assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
         (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
+
+
+def test_tacred_extract_never_reports_a_relation_that_breaks_the_schema(checkpoint, tmp_path, nlp):
+    """The tiny trained model, every candidate pair decided as a relation (threshold -50), on text with persons,
+    organisations, places, dates and numbers: what ``tacred extract`` writes fits TAC KBP's schema, and without
+    signatures it would not."""
+    import json
+
+    from tacred.data.schema import schema_pairs
+    from tests.conftest import run_in_process
+
+    text = tmp_path / "news.txt"
+    text.write_text("Acme Holdings was founded in 1990 by John Smith in Boston.\n"
+                    "Maria Lopez, 45, joined General Motors in Detroit on Monday and met Pope Francis in Rome.\n"
+                    "Rome hosted 3,000 people from Acme Holdings and the United Nations in May 2004.\n", encoding="utf-8")
+
+    def extracted(*extra: str) -> list[dict]:
+        out = run_in_process("extract", str(text), "--lines", "--ckpt_path", str(checkpoint), "--threshold", "-50",
+                             *extra).stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    kept, unfiltered = extracted(), extracted("--no_signatures")
+    fits = [(r["subject"]["type"], r["object"]["type"]) in schema_pairs(r["relation"]) for r in unfiltered]
+    assert kept and not all(fits)
+    assert all((r["subject"]["type"], r["object"]["type"]) in schema_pairs(r["relation"]) for r in kept)
