@@ -1,6 +1,7 @@
-"""The TAC KBP slot schema as data: for each of TACRED's 41 relations (KBP37's 18 are among them) the type of its
-subject and the types its object (the slot filler) may take, in TACRED's Stanford NER types, and the names those
-types get where the types come from spaCy (:mod:`tacred.data.spacy_pipeline`: KBP37's data, plain-text extraction).
+"""The TAC KBP slot schema as data: for each of TACRED's 41 relations (KBP37's 18 among them) and Re-TACRED's four new
+names, the type of its subject and the types its object (the slot filler) may take, in TACRED's Stanford NER types,
+and the names those types get where the types come from spaCy (:mod:`tacred.data.spacy_pipeline`: KBP37's data,
+plain-text extraction).
 
 Sources: the TAC KBP Slot Descriptions and the Slot Filling annotation guidelines (LDC, TAC KBP 2009-2014), which
 give each slot its filler: a PER, ORG or GPE name, a date, a number or a string; and TACRED's typing of the string
@@ -64,6 +65,11 @@ SLOT_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "org:city_of_headquarters": ("ORGANIZATION", _CITY),
     "org:shareholders": ("ORGANIZATION", ("PERSON", "ORGANIZATION", *_GPE)),
     "org:website": ("ORGANIZATION", ("URL",)),
+    # Re-TACRED (Stoica et al., 2021) renames the headquarters slots to branches and per:alternate_names to identity
+    "org:country_of_branch": ("ORGANIZATION", _COUNTRY),
+    "org:stateorprovince_of_branch": ("ORGANIZATION", _STATE),
+    "org:city_of_branch": ("ORGANIZATION", _CITY),
+    "per:identity": ("PERSON", ("PERSON", "MISC")),
 }
 SUBJECT_BY_PREFIX = {"per:": "PERSON", "org:": "ORGANIZATION"}
 

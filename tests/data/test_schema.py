@@ -22,9 +22,11 @@ from tacred.data.spacy_pipeline import NER_MAP, NOMINAL
 from tests.conftest import REPO
 
 
-def test_every_tacred_and_kbp37_relation_has_an_entry_and_nothing_else_does():
+def test_every_tacred_kbp37_and_retacred_relation_has_an_entry_and_nothing_else_does():
+    from tacred.data.patch import RETACRED_LABELS
+
     tacred = set(C.TACRED_LABELS) - {C.NO_RELATION}
-    assert set(SLOT_TYPES) == tacred and len(SLOT_TYPES) == 41
+    assert set(SLOT_TYPES) == tacred | set(RETACRED_LABELS) - {C.NO_RELATION} and len(SLOT_TYPES) == 45
     assert set(RELATIONS) <= set(SLOT_TYPES)
     for label in KBP37_LABELS[1:]:
         assert schema_pairs(label), label
