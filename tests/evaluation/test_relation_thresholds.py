@@ -120,6 +120,10 @@ def test_the_command_tunes_per_relation_and_test_extract_and_load_model_use_it(c
     assert metrics["no_relation_threshold"] == saved["relation_thresholds"]
     off = {label for label, t in saved["relation_thresholds"].items() if t is None}
     assert not off & {r["relation"] for r in rows}  # a relation switched off is never predicted
+    assert main(["tune", "--ckpt_path", str(checkpoint), "--min_precision", "1.5", "--output", str(out)]) == 2
+    assert "min_precision must lie in (0, 1], got 1.5" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # one goal at a time
+        main(["tune", "--ckpt_path", str(checkpoint), "--min_precision", "0.8", "--target_precision", "0.8"])
     model = load_model(checkpoint, device="cpu", threshold=str(out))
     assert isinstance(model.threshold, np.ndarray) and model.threshold.shape == (len(model.labels),)
     assert not off & {p.relation for p in model.predict(
