@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Rule: predict the best relation r* iff log p(r*) > log p(no_relation) + T, else no_relation. "
                "T = 0 is the plain argmax; T > 0 favours precision, T < 0 recall.")
     sub = parser.add_subparsers(dest="action", required=True, metavar="{tune,apply}")
-    tune = sub.add_parser("tune", help="choose T maximising F1 (or recall at a target precision) on dev")
+    tune = sub.add_parser("tune", help="choose T maximising F1 (or recall at a target precision, or one T per relation "
+                                       "at a minimum precision) on dev")
     _source(tune, "dev")
     goal = tune.add_mutually_exclusive_group()
     goal.add_argument("--target_precision", dest="target_precision", type=float, default=None,
@@ -108,7 +109,7 @@ def _apply(args: argparse.Namespace) -> int:
     if args.threshold is None and not Path(given).is_file():
         raise FileNotFoundError(f"no --threshold given and no {given} (run `tacred threshold tune` first)")
     result = _evaluation(args)
-    threshold = label_thresholds(load_threshold(given), result.labels, result.no_relation)
+    threshold = label_thresholds(load_threshold(given), result.labels, result.no_relation, given)
     pred = result.predicted(threshold)
     name = Path(args.file).stem if args.file else args.split
     out = Path(args.output) if args.output else run_folder(args.ckpt_path) / f"{name}_predictions_thresholded.jsonl"

@@ -123,16 +123,17 @@ def _relation_thresholds(found: Any, path: Path) -> dict[str, float | None]:
     return out
 
 
-def label_thresholds(threshold: LoadedThreshold | None, labels: Sequence[str],
-                     no_relation: str) -> float | np.ndarray | None:
+def label_thresholds(threshold: LoadedThreshold | None, labels: Sequence[str], no_relation: str,
+                     source: object = "per-relation thresholds") -> float | np.ndarray | None:
     """What :func:`decide` takes for a model with these labels: a single threshold as it is, per-relation ones as an
-    (L,) array (+inf where switched off). Per-relation thresholds must name exactly the model's relations."""
+    (L,) array (+inf where switched off). Per-relation thresholds must name exactly the model's relations (``source``:
+    how the error names them, e.g. their file)."""
     if threshold is None or not isinstance(threshold, Mapping):
         return threshold
     relations = [label for label in labels if label != no_relation]
     missing, unknown = set(relations) - set(threshold), set(threshold) - set(relations)
     if missing or unknown:
-        raise ThresholdError("per-relation thresholds were tuned for other labels than this model's "
+        raise ThresholdError(f"{source}: tuned for other labels than this model's "
                              f"(missing: {sorted(missing)[:5]}, not the model's: {sorted(unknown)[:5]})")
     out = np.zeros(len(labels))
     for i, label in enumerate(labels):

@@ -63,7 +63,7 @@ class Predictor:
         self.encoder = encoder
         self.backend = backend
         loaded = None if threshold is None else load_threshold(threshold)
-        self.threshold = label_thresholds(loaded, list(encoder.labels), encoder.no_relation)
+        self.threshold = label_thresholds(loaded, list(encoder.labels), encoder.no_relation, threshold)
         self.threshold_source = threshold_source(threshold)
         self.spacy_model = spacy_model
         self.batch_size = batch_size

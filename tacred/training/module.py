@@ -98,7 +98,7 @@ class RelationExtractor(L.LightningModule):
         # options first, data second: the command line passes functions that read the data files (tacred.training.cli)
         vocab = vocab() if callable(vocab) else vocab
         try:
-            threshold = label_thresholds(threshold, vocab.labels.itos, vocab.no_relation)
+            threshold = label_thresholds(threshold, vocab.labels.itos, vocab.no_relation, no_relation_threshold)
         except ThresholdError as err:
             raise OptionError(RelationExtractor, "no_relation_threshold", no_relation_threshold, str(err)) from None
         word_vectors = word_vectors() if callable(word_vectors) else word_vectors

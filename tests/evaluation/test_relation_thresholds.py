@@ -93,8 +93,8 @@ def test_the_file_loads_as_per_label_thresholds_and_must_match_the_model(tmp_pat
     assert loaded == tuned.thresholds
     vector = label_thresholds(loaded, LABELS, "no_relation")
     assert vector[0] == 0 and np.isposinf(vector[2]) and vector[1] == pytest.approx(tuned.thresholds["A"])
-    with pytest.raises(ThresholdError, match="other labels than this model's"):
-        label_thresholds(loaded, ["no_relation", "A", "B", "D"], "no_relation")
+    with pytest.raises(ThresholdError, match=r"threshold.json: tuned for other labels than this model's \(missing: \['D'\], not the model's: \['C'\]\)"):
+        label_thresholds(loaded, ["no_relation", "A", "B", "D"], "no_relation", path)
     (tmp_path / "bad.json").write_text(json.dumps({"relation_thresholds": {"A": "high"}}))
     with pytest.raises(ThresholdError, match="bad.json: the threshold of 'A' must be a number or null"):
         load_threshold(tmp_path / "bad.json")
