@@ -1,9 +1,13 @@
 """What relation signatures do to precision: a checkpoint's predictions over TACRED-format test files with the gold
-arguments, scored as they are and with every relation whose (subject type, object type) its training data never had
-turned into no_relation (what ``tacred extract`` does by default). Prints micro P/R/F1 both ways per file.
+arguments, scored as they are and with every relation whose (subject type, object type) its signature does not allow
+turned into no_relation (what ``tacred extract`` does by default). Prints micro P/R/F1 both ways per file; with
+``--train``, one row per kind of signature: every pair seen in training (tacred before the schema), the support rule
+alone, and the checkpoint's own (TAC KBP's schema where its labels have one). ``--schema_breaks`` counts the
+relations of ``tacred extract`` outputs whose argument types break TAC KBP's schema.
 
-    python benchmarks/signature_precision.py --ckpt_path RUN [--split FILE ...]
+    python benchmarks/signature_precision.py --ckpt_path RUN [--split FILE ...] [--train TRAIN_FILE]
     python benchmarks/signature_precision.py --demo   # a small model trained on the generated demo corpus
+    python benchmarks/signature_precision.py --schema_breaks extracted.jsonl ...
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,9 +42,9 @@ class SignatureEffect:
                 f"{100 * p1:.1f} / {100 * r1:.1f} / {100 * f1:.1f} | {self.removed} ({self.removed_correct} right) |")
 
 
-def signature_effect(checkpoint: str | Path, split: str | Path, name: str) -> SignatureEffect:
-    """Score one TACRED-format file with and without the checkpoint's signatures (the model's own labels; a gold
-    label outside them counts as missed)."""
+def signature_effect(checkpoint: str | Path, split: str | Path, name: str, signatures: Any = None) -> SignatureEffect:
+    """Score one TACRED-format file with and without the checkpoint's signatures, or ``signatures`` (the model's own
+    labels; a gold label outside them counts as missed)."""
     from tacred.checkpoints import resolve_checkpoint
     from tacred.data.examples import load_examples
     from tacred.data.signatures import coarse
@@ -60,7 +65,7 @@ def signature_effect(checkpoint: str | Path, split: str | Path, name: str) -> Si
     evaluation = evaluate(checkpoint, _as_file(known, split))
     labels, no_relation = evaluation.labels, evaluation.no_relation
     predicted = evaluation.names(evaluation.predicted())
-    types = SignatureFilter(vocab.signatures, labels, no_relation)
+    types = SignatureFilter(signatures or vocab.signatures, labels, no_relation)
     filtered = [p if types.takes(p, coarse(ex.subj_type), coarse(ex.obj_type)) else no_relation
                 for p, ex in zip(predicted, known, strict=True)]
     gold = evaluation.gold_names
@@ -97,6 +102,35 @@ def plain_text_effect(checkpoint: str | Path, split: str | Path, limit: int | No
     return f"plain text of {len(texts)} sentences: without signatures {line[0]}; with signatures {line[1]}"
 
 
+def training_signatures(train: str | Path) -> dict[str, Any]:
+    """The two learned kinds of signature from a training file: every pair seen, and the support rule's pairs."""
+    from collections import Counter
+
+    from tacred.data.examples import load_examples
+    from tacred.data.signatures import Signatures, supported
+
+    counts: dict[str, Counter] = {}
+    for ex in load_examples(train, strict=False).examples:
+        counts.setdefault(ex.relation, Counter())[(ex.subj_type, ex.obj_type)] += 1
+    return {"every pair seen": Signatures({label: frozenset(c) for label, c in counts.items()}),
+            "support rule alone": Signatures(supported(counts))}
+
+
+def schema_breaks(path: str | Path) -> str:
+    """How many relations of a ``tacred extract`` output (JSON Lines) break TAC KBP's schema, and which."""
+    import json
+    from collections import Counter
+
+    from tacred.data.schema import slot_pairs
+
+    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    bad = Counter(r["relation"] for r in rows if slot_pairs(r["relation"]) is not None
+                  and (r["subject"]["type"], r["object"]["type"]) not in slot_pairs(r["relation"]))
+    top = ", ".join(f"{label} {n}" for label, n in bad.most_common(4))
+    return (f"{path}: {len(rows)} relations, {sum(bad.values())} break the schema "
+            f"({100 * sum(bad.values()) / max(len(rows), 1):.1f}%){': ' + top if top else ''}")
+
+
 def _as_file(examples: list, like: str | Path) -> Path:
     """The examples as a TACRED JSON file (evaluate reads files)."""
     import json
@@ -116,7 +150,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="extract from the first N sentences of each split as plain text (default all; 0: none)")
     parser.add_argument("--demo", action="store_true", help="train the demo model and score its test split and "
                                                             "../shared/data/tacred_sample/test.json")
+    parser.add_argument("--train", default=None, help="the model's training file: also score every pair seen in it "
+                                                      "and the support rule's pairs")
+    parser.add_argument("--schema_breaks", nargs="*", default=[], help="tacred extract outputs (JSON Lines) to check "
+                                                                       "against TAC KBP's schema")
     args = parser.parse_args(argv)
+    for path in args.schema_breaks:
+        print(schema_breaks(path))
+    if args.schema_breaks and not (args.ckpt_path or args.demo):
+        return 0
     splits = [(s, Path(s).parent.name + "/" + Path(s).name) for s in args.split]
     checkpoint = args.ckpt_path
     if args.demo:
@@ -132,8 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --ckpt_path and --split, or --demo")
     print("| test data | examples | without signatures P / R / F1 | with signatures P / R / F1 | relations removed |")
     print("|---|---:|---:|---:|---:|")
+    kinds = training_signatures(args.train) if args.train else {}
     for split, name in splits:
-        print(signature_effect(checkpoint, split, name).row(), flush=True)
+        for kind, signatures in kinds.items():
+            print(signature_effect(checkpoint, split, f"{name}, {kind}", signatures).row(), flush=True)
+        own = ", the checkpoint's signatures" if kinds else ""
+        print(signature_effect(checkpoint, split, name + own).row(), flush=True)
     print(flush=True)
     for split, name in splits if args.plain_text != 0 else []:
         print(f"- {name}: {plain_text_effect(checkpoint, split, args.plain_text)}", flush=True)

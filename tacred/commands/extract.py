@@ -19,8 +19,9 @@ Each relation found is one record:
 with character offsets into the document (end-exclusive). Candidates: for a TACRED model (per:/org: relations)
 subjects are PERSON and ORGANIZATION entities and objects entities of the types the model knows; for any other
 model every pair of nominals. Labels with a direction (R(e1,e2)/R(e2,e1)) are asked in both orders and reported
-once as R(subject, object) (evidence: both orders, averaged). Relation signatures learned in training drop pairs
-and relations that the arguments' types rule out (--no_signatures keeps them). Bad documents (undecodable, binary,
+once as R(subject, object) (evidence: both orders, averaged). Relation signatures (TAC KBP's slot schema for
+per:/org: relations, else type pairs learned in training with support) drop pairs and relations that the
+arguments' types rule out (--no_signatures keeps them). Bad documents (undecodable, binary,
 longer than --max_chars) are skipped and reported. With --output DIR the run is resumable: run the same command
 again after an interruption; DIR gets parts/, done/, bad.jsonl and summary.json. --engine ray extracts the same
 chunks on Ray Data actors (a local Ray, or the cluster at --address; pip install 'tacred[ray]'): the output is the

@@ -76,6 +76,7 @@ def _check(args: argparse.Namespace) -> str:
     from tacred.checkpoints import read_checkpoint, resolve_checkpoint
     from tacred.devices import torch_device
     from tacred.errors import ConfigError
+    from tacred.evaluation.decision import describe_threshold
     from tacred.evaluation.threshold import load_threshold
     from tacred.inference.onnx_backend import is_export_folder
 
@@ -105,7 +106,7 @@ def _check(args: argparse.Namespace) -> str:
 
         args.threshold = tuned_threshold(model if is_export_folder(model) else Path(model).parent)
         if args.threshold is not None:
-            print(f"tacred serve: no-relation threshold {load_threshold(args.threshold):+.4f} from {args.threshold} "
+            print(f"tacred serve: no-relation threshold {describe_threshold(load_threshold(args.threshold))} from {args.threshold} "
                   "(--threshold 0: the plain argmax)", file=sys.stderr)
     return model
 

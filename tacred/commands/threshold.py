@@ -31,10 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Rule: predict the best relation r* iff log p(r*) > log p(no_relation) + T, else no_relation. "
                "T = 0 is the plain argmax; T > 0 favours precision, T < 0 recall.")
     sub = parser.add_subparsers(dest="action", required=True, metavar="{tune,apply}")
-    tune = sub.add_parser("tune", help="choose T maximising F1 (or recall at a target precision) on dev")
+    tune = sub.add_parser("tune", help="choose T maximising F1 (or recall at a target precision, or one T per relation "
+                                       "at a minimum precision) on dev")
     _source(tune, "dev")
-    tune.add_argument("--target_precision", dest="target_precision", type=float, default=None,
+    goal = tune.add_mutually_exclusive_group()
+    goal.add_argument("--target_precision", dest="target_precision", type=float, default=None,
                       metavar="P", help="maximise recall subject to precision >= P (0 < P <= 1) instead of F1")
+    goal.add_argument("--min_precision", type=float, default=None, metavar="P",
+                      help="one threshold per relation: each relation's most recall at precision >= P on dev; a "
+                           "relation that cannot reach P is switched off (never predicted)")
     tune.add_argument("--output", "-o", default=None, metavar="JSON",
                       help="where to write (default: threshold.json next to the checkpoint)")
     apply = sub.add_parser("apply", help="score a split with a threshold and write thresholded predictions")
@@ -61,9 +66,25 @@ def _evaluation(args: argparse.Namespace) -> Evaluation:
     return evaluate(args.ckpt_path, args.file or args.split, data_dir=args.data_dir, batch_size=args.batch_size)
 
 
+def _tune_relations(args: argparse.Namespace) -> int:
+    from tacred.evaluation.threshold import format_relation_thresholds, tune_relation_thresholds
+
+    result = _evaluation(args)
+    tuned = tune_relation_thresholds(result.probs, result.gold, result.labels, result.no_relation, args.min_precision)
+    out = Path(args.output) if args.output else _beside_checkpoint(args.ckpt_path)
+    tuned.save(out, checkpoint=str(Path(args.ckpt_path).resolve()), data=result.source)
+    name = Path(args.file).name if args.file else args.split
+    print(f"tuned per relation for precision >= {args.min_precision:.2%} on {result.source}, {tuned.examples} examples")
+    print(format_relation_thresholds(tuned, name))
+    print(f"threshold: {out} (load_model, tacred extract, predict and serve use it beside the checkpoint)")
+    return 0
+
+
 def _tune(args: argparse.Namespace) -> int:
     from tacred.evaluation.threshold import format_comparison, tune_threshold
 
+    if args.min_precision is not None:
+        return _tune_relations(args)
     result = _evaluation(args)
     source = result.source
     tuned = tune_threshold(result.probs, result.gold, result.no_relation_id, args.target_precision)
@@ -80,14 +101,15 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _apply(args: argparse.Namespace) -> int:
     from tacred.analysis.inspection import run_folder
+    from tacred.evaluation.decision import label_thresholds
     from tacred.evaluation.scoring import format_report
     from tacred.evaluation.threshold import format_comparison, load_threshold, micro_scores
 
     given = args.threshold if args.threshold is not None else _beside_checkpoint(args.ckpt_path)
     if args.threshold is None and not Path(given).is_file():
         raise FileNotFoundError(f"no --threshold given and no {given} (run `tacred threshold tune` first)")
-    threshold = load_threshold(given)
     result = _evaluation(args)
+    threshold = label_thresholds(load_threshold(given), result.labels, result.no_relation, given)
     pred = result.predicted(threshold)
     name = Path(args.file).stem if args.file else args.split
     out = Path(args.output) if args.output else run_folder(args.ckpt_path) / f"{name}_predictions_thresholded.jsonl"

@@ -59,8 +59,8 @@ class Vocabularies:
     no_relation: str = C.NO_RELATION
     # a transformer's tokenizer (tacred.data.markers.tokenizer_spec); None for the word-vocabulary networks
     tokenizer: dict[str, Any] | None = None
-    # the (subject type, object type) pairs of each relation in training (tacred.data.signatures); None in
-    # vocabularies written before tacred learned them
+    # the (subject type, object type) pairs each relation may take (tacred.data.signatures: the schema, else
+    # learned from training with support); None in vocabularies written before tacred learned them
     signatures: Signatures | None = None
 
     @property
@@ -170,5 +170,5 @@ def build_vocabularies(
     return Vocabularies(
         words=Vocab(word_list), pos=Vocab(pos_list), ner=Vocab(ner_list), labels=Vocab(label_list, unk=None),
         lowercase=lowercase, entity_masking=entity_masking, use_lemmas=use_lemmas, no_relation=no_relation,
-        signatures=Signatures.learn(train, no_relation),
+        signatures=Signatures.learn(train, no_relation, label_list),
     )

@@ -46,18 +46,18 @@ class Evaluation:
     def gold_names(self) -> list[str]:
         return self.names(self.gold)
 
-    def predicted(self, threshold: float | None = None) -> np.ndarray:
+    def predicted(self, threshold: float | np.ndarray | None = None) -> np.ndarray:
         """Predicted label ids (N,): the argmax, or the no-relation rule of :mod:`tacred.evaluation.decision`."""
         return decide(self.probs, self.no_relation_id, threshold)
 
     def names(self, ids: Sequence[int] | np.ndarray) -> list[str]:
         return [self.labels[i] for i in ids]
 
-    def score(self, threshold: float | None = None) -> Score:
+    def score(self, threshold: float | np.ndarray | None = None) -> Score:
         """The official scorer's result (per relation and micro)."""
         return score(self.gold_names, self.names(self.predicted(threshold)), self.no_relation)
 
-    def hardest(self, n: int = 10, threshold: float | None = None) -> list[dict[str, Any]]:
+    def hardest(self, n: int = 10, threshold: float | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The ``n`` most confident errors: wrong predictions ranked by the probability of the predicted label."""
         if len(self.examples) != len(self.ids):
             raise ValueError("hardest() shows the sentences: this evaluation was made without its examples")

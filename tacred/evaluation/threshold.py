@@ -3,6 +3,13 @@
 Rule (:mod:`tacred.evaluation.decision`, numpy alone): predict the best other relation r* iff
 ``log p(r*) > log p(no_relation) + t``, else no_relation. ``t = 0`` is exactly the argmax; ``t > 0`` trades recall for
 precision, ``t < 0`` the other way round.
+
+Per-relation thresholds for a precision target (:func:`tune_relation_thresholds`): r* does not depend on the
+thresholds, so the examples predicted as r are those whose r* is r and whose margin passes ``t[r]``, and each
+relation's precision depends on its own threshold alone. Each relation gets the threshold with the most correct
+predictions among those whose precision on the tuning data reaches the target (then the higher precision, then the
+threshold closest to 0); a relation that no threshold brings to the target with at least one correct prediction is
+switched off (never predicted). Every relation predicted then reaches the target, and so does the micro precision.
 """
 
 from __future__ import annotations
@@ -15,7 +22,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from tacred.evaluation.decision import RULE, ThresholdError, checked_probabilities, decide, margins
+from tacred.evaluation.decision import (
+    RELATION_RULE,
+    RULE,
+    ThresholdError,
+    checked_probabilities,
+    decide,
+    describe_threshold,
+    margins,
+)
 from tacred.evaluation.decision import (
     load_threshold as load_threshold,  # where the commands have always found it
 )
@@ -165,10 +180,118 @@ def tune_threshold(probs: Any, gold: Any, no_relation_id: int, target_precision:
     raise ThresholdError(f"no threshold reaches precision {target_precision:.2%} on these {p.shape[0]} examples")
 
 
-def format_comparison(threshold: float, untuned: Scores, tuned: Scores, split: str = "") -> str:
+@dataclass(frozen=True)
+class RelationPoint:
+    """One relation's threshold (None: switched off) and its figures on the tuning data at that threshold:
+    ``gold`` examples of the relation, ``guessed`` predicted as it, ``correct`` of those right."""
+
+    label: str
+    threshold: float | None
+    gold: int
+    guessed: int
+    correct: int
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.guessed if self.guessed else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.correct / self.gold if self.gold else 0.0
+
+
+@dataclass(frozen=True)
+class RelationThresholds:
+    """Per-relation thresholds chosen for a precision target, with the micro scores without them (the argmax) and
+    with them on the tuning data."""
+
+    relations: tuple[RelationPoint, ...]
+    min_precision: float
+    untuned: Scores
+    tuned: Scores
+    examples: int
+
+    @property
+    def thresholds(self) -> dict[str, float | None]:
+        return {r.label: r.threshold for r in self.relations}
+
+    @property
+    def switched_off(self) -> list[str]:
+        return [r.label for r in self.relations if r.threshold is None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"relation_thresholds": self.thresholds, "rule": RELATION_RULE, "min_precision": self.min_precision,
+                "examples": self.examples, "untuned": asdict(self.untuned), "tuned": asdict(self.tuned),
+                "relations": {r.label: {"gold": r.gold, "guessed": r.guessed, "correct": r.correct,
+                                        "precision": r.precision, "recall": r.recall} for r in self.relations}}
+
+    def save(self, path: str | Path, **extra: Any) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_json(path, {**self.to_dict(), **extra})
+
+
+def tune_relation_thresholds(probs: Any, gold: Any, labels: Sequence[str], no_relation: str,
+                             min_precision: float) -> RelationThresholds:
+    """Per-relation thresholds reaching precision ``min_precision`` on (probs, gold) (module docstring); a relation
+    that cannot reach it is switched off. ``probs``: (N, L); ``gold``: (N,) label ids."""
+    if not 0.0 < min_precision <= 1.0:
+        raise ThresholdError(f"min_precision must lie in (0, 1], got {min_precision}")
+    no_relation_id = list(labels).index(no_relation)
+    p = _as_probs(probs, no_relation_id)
+    gold_ids = np.asarray(gold).reshape(-1)
+    if gold_ids.size != p.shape[0]:
+        raise ThresholdError(f"got {gold_ids.size} gold labels for {p.shape[0]} probability rows")
+    best, _ = _margins(p, no_relation_id)
+    best = best.numpy()
+    chosen = np.zeros(len(labels))
+    for r in range(len(labels)):
+        if r == no_relation_id:
+            continue
+        rows = np.flatnonzero(best == r)
+        curve = sweep(p[rows], gold_ids[rows], no_relation_id) if rows.size else None
+        if curve is None:
+            chosen[r] = np.inf
+            continue
+        correct = np.rint(curve.precision * curve.guessed).astype(np.int64)  # (K,)
+        feasible = np.flatnonzero((curve.precision >= min_precision - 1e-12) & (correct > 0))
+        if feasible.size == 0:
+            chosen[r] = np.inf
+            continue
+        key = np.lexsort((-np.abs(curve.thresholds[feasible]), curve.precision[feasible], correct[feasible]))
+        chosen[r] = float(curve.thresholds[feasible[key[-1]]])
+    pred = decide(p.numpy(), no_relation_id, chosen)  # the rule itself gives the figures reported
+    points = []
+    for r, label in enumerate(labels):
+        if r != no_relation_id:
+            guessed = int((pred == r).sum())
+            points.append(RelationPoint(label, None if np.isinf(chosen[r]) else float(chosen[r]),
+                                        int((gold_ids == r).sum()), guessed, int(((pred == r) & (gold_ids == r)).sum())))
+    untuned = micro_scores(p.argmax(dim=1).numpy(), gold_ids, no_relation_id)
+    return RelationThresholds(tuple(points), min_precision, untuned, micro_scores(pred, gold_ids, no_relation_id),
+                              int(p.shape[0]))
+
+
+def format_relation_thresholds(tuned: RelationThresholds, split: str = "") -> str:
+    """A table of each relation's threshold and its figures, then the micro scores with and without them."""
+    where = f" on {split}" if split else ""
+    rows = [f"Per-relation thresholds for precision >= {tuned.min_precision:.2%}{where} ({RELATION_RULE}):",
+            f"  {'relation':<44} {'threshold':>9} {'gold':>6} {'guessed':>7} {'P':>8} {'R':>8}"]
+    for r in tuned.relations:
+        t = "off" if r.threshold is None else f"{r.threshold:+.4f}"
+        rows.append(f"  {r.label:<44} {t:>9} {r.gold:>6} {r.guessed:>7} {r.precision:8.2%} {r.recall:8.2%}")
+    if tuned.switched_off:
+        rows.append(f"  switched off (never predicted: no threshold reaches the target): {', '.join(tuned.switched_off)}")
+    for name, s in (("untuned (argmax)", tuned.untuned), ("thresholded", tuned.tuned)):
+        rows.append(f"  {name:<17} P: {s.precision:7.3%}  R: {s.recall:7.3%}  F1: {s.f1:7.3%}")
+    return "\n".join(rows)
+
+
+def format_comparison(threshold: float | np.ndarray, untuned: Scores, tuned: Scores, split: str = "") -> str:
     """Two lines comparing the argmax with the thresholded decision."""
     where = f" on {split}" if split else ""
-    rows = [f"No-relation threshold {threshold:+.4f}{where} ({RULE}):"]
+    rule = RELATION_RULE if isinstance(threshold, np.ndarray) else RULE
+    rows = [f"No-relation threshold {describe_threshold(threshold)}{where} ({rule}):"]
     for name, s in (("untuned (argmax)", untuned), ("thresholded", tuned)):
         rows.append(f"  {name:<17} P: {s.precision:7.3%}  R: {s.recall:7.3%}  F1: {s.f1:7.3%}")
     return "\n".join(rows)

@@ -61,7 +61,9 @@ def tuned_threshold(folder: str | Path) -> str | None:
 def reported(predictor: Predictor) -> Predictor:
     """``predictor``, its threshold file (when one is used) said on the ``tacred`` logger."""
     if predictor.threshold_source not in (None, "given"):
+        from tacred.evaluation.decision import describe_threshold
+
         logging.getLogger("tacred").info(
-            "no-relation threshold %+.4f from %s (a log-margin; threshold=0 predicts the plain argmax)",
-            predictor.threshold, predictor.threshold_source)
+            "no-relation threshold %s from %s (a log-margin; threshold=0 predicts the plain argmax)",
+            describe_threshold(predictor.threshold), predictor.threshold_source)
     return predictor

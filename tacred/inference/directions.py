@@ -11,19 +11,12 @@ one fact per pair, reported as ``R(subject, object)`` with the arguments in the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-_DIRECTED = re.compile(r"^(?P<base>.+)\((?P<args>e1,e2|e2,e1)\)$")
-
-
-def split_direction(label: str) -> tuple[str, str | None]:
-    """``("Cause-Effect", "e2,e1")`` for ``Cause-Effect(e2,e1)``; ``(label, None)`` for a label without direction."""
-    found = _DIRECTED.match(label)
-    return (found["base"], found["args"]) if found else (label, None)
+from tacred.data.schema import split_direction  # defined with the schema, which reads directed labels too
 
 
 def mirror(label: str) -> str:

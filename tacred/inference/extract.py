@@ -7,8 +7,8 @@ objects among the entities of the types it knows (from its ``OBJ-<TYPE>`` words,
 (SemEval-style: relations between nominals) gets every ordered pair of nominals: named entities and the head nouns of
 noun phrases. A model whose labels carry their direction (``R(e1,e2)``/``R(e2,e1)``) gets each unordered pair once,
 asked in both orders (:mod:`tacred.inference.directions`); KBP37-style ones (``per:``/``org:`` with directions) pair
-named entities only. Relation signatures (:mod:`tacred.inference.signature_filter`) drop pairs and relations that
-the arguments' types rule out. Pairs stay within a sentence; at most ``max_pairs`` per text, the closest first.
+named entities only. Relation signatures (:mod:`tacred.inference.signature_filter`: the TAC KBP schema where the
+labels have one, else pairs learned with support) drop pairs and relations that the arguments' types rule out. Pairs stay within a sentence; at most ``max_pairs`` per text, the closest first.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class Prediction:
 
 
 def predictions(examples: Sequence[Mapping[str, Any]], probs: np.ndarray, labels: Sequence[str], no_relation: str,
-                threshold: float | None) -> list[Prediction]:
+                threshold: float | np.ndarray | None) -> list[Prediction]:
     """One :class:`Prediction` per TACRED dict, from its label probabilities (N, L) and the no-relation rule of
     :mod:`tacred.evaluation.decision`."""
     if not len(examples):

@@ -48,7 +48,7 @@ class Predictor:
         encoder: turns TACRED dicts into the network's arrays (chosen by the checkpoint's or export's metadata).
         backend: runs the network on a batch of arrays.
         threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a log-margin: a number or a
-            ``threshold.json``), or None (the argmax).
+            ``threshold.json``, whose per-relation thresholds become an (L,) array), or None (the argmax).
         spacy_model: spaCy pipeline for raw text (default: the first installed English model).
         batch_size: examples per forward pass.
         max_tokens: the most tokens an input may have (default 512, as ``tacred serve``; None: no limit).
@@ -56,13 +56,14 @@ class Predictor:
 
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
-        from tacred.evaluation.decision import load_threshold
+        from tacred.evaluation.decision import label_thresholds, load_threshold
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.encoder = encoder
         self.backend = backend
-        self.threshold = None if threshold is None else load_threshold(threshold)
+        loaded = None if threshold is None else load_threshold(threshold)
+        self.threshold = label_thresholds(loaded, list(encoder.labels), encoder.no_relation, threshold)
         self.threshold_source = threshold_source(threshold)
         self.spacy_model = spacy_model
         self.batch_size = batch_size

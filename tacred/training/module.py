@@ -14,6 +14,7 @@ from lightning.pytorch.callbacks import Callback
 
 from tacred.data.batching import Batch, EncodedSplit
 from tacred.data.vocab import Vocabularies
+from tacred.evaluation.decision import label_thresholds
 from tacred.evaluation.metrics import TacredScore
 from tacred.evaluation.threshold import ThresholdError, apply_threshold, load_threshold
 from tacred.inference.trained import build_network, label_probabilities, load_trained
@@ -50,7 +51,8 @@ class RelationExtractor(L.LightningModule):
         no_relation_weight: cross-entropy weight of the no-relation class (1.0: unweighted).
         output_dir: where ``test``/``predict`` write predictions (default: the trainer's log dir).
         no_relation_threshold: evaluate and predict with the no-relation rule of :mod:`tacred.evaluation.threshold`
-            (a number, or a ``threshold.json`` from ``tacred threshold tune``); None: the plain argmax.
+            (a number, or a ``threshold.json`` from ``tacred threshold tune``, one threshold or one per relation);
+            None: the plain argmax.
             Not saved in checkpoints: pass it when testing or predicting.
         compile: run the network through ``torch.compile`` (pays off on GPUs; on the 2-core CPU of
             docs/performance.md it made epochs slower). Word-embedding gradients are then dense: the compiler
@@ -95,6 +97,10 @@ class RelationExtractor(L.LightningModule):
             raise OptionError(RelationExtractor, "no_relation_threshold", no_relation_threshold, str(err)) from None
         # options first, data second: the command line passes functions that read the data files (tacred.training.cli)
         vocab = vocab() if callable(vocab) else vocab
+        try:
+            threshold = label_thresholds(threshold, vocab.labels.itos, vocab.no_relation, no_relation_threshold)
+        except ThresholdError as err:
+            raise OptionError(RelationExtractor, "no_relation_threshold", no_relation_threshold, str(err)) from None
         word_vectors = word_vectors() if callable(word_vectors) else word_vectors
         if isinstance(network, dict):
             network = NetworkConfig(**network)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from tacred.data.conversion import unconverted_gold
@@ -110,6 +111,9 @@ def write_test_outputs(module: Any, index: torch.Tensor, probs: torch.Tensor) ->
         nr = module.vocab.no_relation_id
         untuned = micro_scores(probs.argmax(dim=-1).numpy(), data.labels, nr)
         report += "\n\n" + format_comparison(threshold, untuned, micro_scores(best, data.labels, nr), "test")
+        if isinstance(threshold, np.ndarray):  # per relation: label → threshold, None where switched off
+            threshold = {label: (None if np.isposinf(t) else float(t))
+                         for label, t in zip(labels, threshold.tolist(), strict=True) if label != module.vocab.no_relation}
         metrics.update(no_relation_threshold=threshold, untuned=vars(untuned))
     directed = is_semeval_label_set(labels, module.vocab.no_relation)
     if directed:

@@ -140,17 +140,24 @@ def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
     assert {r.object.text for r in model.extract(TYPED_TEXT, signatures=False)} == {"Acme Corp", "Boston", "1990"}
 
 
-def test_a_model_without_signatures_is_not_filtered_and_says_so_once(nlp, caplog, monkeypatch):
+def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_once(nlp, caplog, monkeypatch):
     from tacred.inference import signature_filter
 
     monkeypatch.setattr(signature_filter, "_warned", False)
     model = word_predictor(TACRED_LABELS, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
-    assert len(model.extract(TYPED_TEXT)) == 3 and len(model.extract(TYPED_TEXT)) == 3
-    assert caplog.text.count("holds no relation signatures") == 1
+    assert [(r.object.text, r.relation) for r in model.extract(TYPED_TEXT)] == [("Boston", "per:city_of_birth")]
+    assert "holds no relation signatures" not in caplog.text  # TAC KBP's schema covers every label
+    open_labels = ["no_relation", "per:city_of_birth", "works_near"]  # a relation outside the schema takes any pair
+    mixed = word_predictor(open_labels, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
+    found = mixed.extract(TYPED_TEXT)
+    assert found and found == mixed.extract(TYPED_TEXT) == mixed.extract(TYPED_TEXT, signatures=False)
+    assert {r.relation for r in found} == {"works_near"}
+    assert caplog.text.count("holds no relation signatures") == 1 and "(works_near)" in caplog.text
 
 
-def test_the_checkpoint_of_an_earlier_version_still_extracts(nlp, caplog, monkeypatch):
+def test_the_checkpoint_of_an_earlier_version_still_extracts_within_the_schema(nlp, caplog, monkeypatch):
     from tacred import load_model
+    from tacred.data.schema import schema_pairs
     from tacred.inference import signature_filter
     from tests.conftest import REPO
 
@@ -158,7 +165,10 @@ def test_the_checkpoint_of_an_earlier_version_still_extracts(nlp, caplog, monkey
     old = load_model(REPO / "tests" / "fixtures" / "checkpoint_v1.ckpt", device="cpu")
     assert old.encoder.vocab.signatures is None
     old.threshold = -50.0
-    assert old.extract(TEXT) and "holds no relation signatures" in caplog.text
+    unfiltered = old.extract(TEXT, signatures=False)
+    kept = old.extract(TEXT)
+    assert unfiltered and len(kept) < len(unfiltered) and "holds no relation signatures" not in caplog.text
+    assert all((r.subject.type, r.object.type) in schema_pairs(r.relation) for r in kept)
 
 
 def test_extract_takes_any_iterable_and_yields_lazily(model, nlp):
@@ -199,3 +209,28 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
         model.threshold = None
     assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
         (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
+
+
+def test_tacred_extract_never_reports_a_relation_that_breaks_the_schema(checkpoint, tmp_path, nlp):
+    """The tiny trained model, every candidate pair decided as a relation (threshold -50), on text with persons,
+    organisations, places, dates and numbers: what ``tacred extract`` writes fits TAC KBP's schema, and without
+    signatures it would not."""
+    import json
+
+    from tacred.data.schema import schema_pairs
+    from tests.conftest import run_in_process
+
+    text = tmp_path / "news.txt"
+    text.write_text("Acme Holdings was founded in 1990 by John Smith in Boston.\n"
+                    "Maria Lopez, 45, joined General Motors in Detroit on Monday and met Pope Francis in Rome.\n"
+                    "Rome hosted 3,000 people from Acme Holdings and the United Nations in May 2004.\n", encoding="utf-8")
+
+    def extracted(*extra: str) -> list[dict]:
+        out = run_in_process("extract", str(text), "--lines", "--ckpt_path", str(checkpoint), "--threshold", "-50",
+                             *extra).stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    kept, unfiltered = extracted(), extracted("--no_signatures")
+    fits = [(r["subject"]["type"], r["object"]["type"]) in schema_pairs(r["relation"]) for r in unfiltered]
+    assert kept and not all(fits)
+    assert all((r["subject"]["type"], r["object"]["type"]) in schema_pairs(r["relation"]) for r in kept)
