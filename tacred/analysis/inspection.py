@@ -30,9 +30,12 @@ def run_folder(ckpt_path: str | Path) -> Path:
 def load_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | None = None,
                file: str | None = None) -> tuple[RelationExtractor, EncodedSplit, str]:
     """Model, encoded split and a description of its source (:func:`tacred.training.api.checkpoint_split`); ``file``
-    overrides ``split``."""
-    data, source, _ = checkpoint_split(ckpt_path, split, data_dir, file)
-    return RelationExtractor.from_checkpoint(ckpt_path), data, source
+    overrides ``split``. The checkpoint is read once, for the data options, the vocabularies and the network."""
+    from tacred.checkpoints import reading_once
+
+    with reading_once():
+        data, source, _ = checkpoint_split(ckpt_path, split, data_dir, file)
+        return RelationExtractor.from_checkpoint(ckpt_path), data, source
 
 
 def find_example(data: EncodedSplit, source: str, ident: str | None = None, index: int | None = None) -> int:
