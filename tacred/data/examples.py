@@ -237,8 +237,8 @@ def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
     key = _key(path)
     if _once is not None and (key, strict) in _once.results:
         return _once.results[key, strict]
-    records = _once.records[key] if _once is not None and key in _once.records else _read_records(path)
-    return _remember(key, strict, _validated(path, records, strict))
+    records = _once.records.pop(key, None) if _once is not None else None
+    return _remember(key, strict, _validated(path, _read_records(path) if records is None else records, strict))
 
 
 def check_examples(path: str | Path, *, strict: bool | None = True) -> LoadResult | None:
@@ -247,23 +247,23 @@ def check_examples(path: str | Path, *, strict: bool | None = True) -> LoadResul
     ``strict=None`` (not known yet): only the file as a whole (JSON, a list of records) is checked, None returned."""
     path = check_data_file(path)
     key = _key(path)
-    if _once is not None and key in _once.records:
-        records = _once.records[key]
-    else:
-        records = _read_json_plain(path)
-        if _once is not None:
-            _once.records[key] = records
+    if _once is not None and ((key, strict) in _once.results or strict is None and key in _once.checked):
+        return None if strict is None else _once.results[key, strict]
+    records = _once.records.pop(key, None) if _once is not None else None
+    records = _read_json_plain(path) if records is None else records
     if strict is None:
+        if _once is not None:
+            _once.records[key] = records  # until the examples are validated, under the strictness known then
         return None
-    if _once is not None and (key, strict) in _once.results:
-        return _once.results[key, strict]
     return _remember(key, strict, _validated(path, records, strict))
 
 
 @dataclass
 class _ReadOnce:
-    records: dict[tuple[str, int, int], list[Any]]  # a file's records as read
-    results: dict[tuple[tuple[str, int, int], bool], LoadResult]  # and validated (strict or not)
+    # a file's records as read, kept only until they are validated (the examples are what stays in memory)
+    records: dict[tuple[str, int, int], list[Any]]
+    results: dict[tuple[tuple[str, int, int], bool], LoadResult]  # the validated examples (strict or not)
+    checked: set[tuple[str, int, int]]  # the files validated (either way)
 
 
 _once: _ReadOnce | None = None
@@ -276,7 +276,7 @@ def reading_examples_once() -> Iterator[None]:
     a file changed in between is read again). The contents are let go after it."""
     global _once
     outer = _once
-    _once = _ReadOnce({}, {}) if outer is None else outer
+    _once = _ReadOnce({}, {}, set()) if outer is None else outer
     try:
         yield
     finally:
@@ -291,6 +291,7 @@ def _key(path: Path) -> tuple[str, int, int]:
 def _remember(key: tuple[str, int, int], strict: bool, result: LoadResult) -> LoadResult:
     if _once is not None:
         _once.results[key, strict] = result
+        _once.checked.add(key)
     return result
 
 
