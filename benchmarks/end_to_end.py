@@ -124,10 +124,10 @@ def _mib(nbytes: int) -> str:
 
 def _last_dev_f1(run_dir: Path) -> str:
     """The dev F1 of the last epoch, from the run's metrics.csv."""
-    from tacred.io import read_csv_rows
+    from tacred.io import read_epoch_metrics
 
-    values = [row["val/f1"] for row in read_csv_rows(run_dir / "metrics.csv")[1] if row.get("val/f1")]
-    return f"{float(values[-1]):.4f}" if values else "–"
+    values = read_epoch_metrics(run_dir / "metrics.csv", ["val/f1"]).series("val/f1")
+    return f"{values[-1][1]:.4f}" if values else "–"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,14 @@ def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
     bad.mkdir(exist_ok=True)
     (bad / "train.json").write_text(json.dumps({"data": []}))
     write_corpus(work / "data", n_train=40, n_dev=10, n_test=10)
+    records = json.loads((work / "data" / "train.json").read_text(encoding="utf-8"))
+    broken = {"bad_json": json.dumps(records)[:-40],
+              "missing_field": json.dumps([*records[:7], {k: v for k, v in records[7].items() if k != "relation"}]),
+              "bad_span": json.dumps([*records[:3], {**records[3], "obj_end": 99}])}
+    for name, text in broken.items():
+        (work / name).mkdir(exist_ok=True)
+        (work / name / "train.json").write_text(text, encoding="utf-8")
+        (work / name / "dev.json").write_text(json.dumps(records[:10]), encoding="utf-8")
     demo = [str(repo / "configs" / "demo.yaml"), "--data.data_dir", str(work / "data"), "--run_dir", str(work / "run")]
     return [
         ("a bad option value (--num_threads -1)", ["fit", "--config", *demo, "--num_threads", "-1"]),
@@ -37,6 +45,10 @@ def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
         ("a missing data folder", ["fit", "--config", *demo, "--data.data_dir", str(work / "missing")]),
         ("a missing checkpoint (test)", ["test", "--ckpt_path", str(work / "missing.ckpt")]),
         ("a malformed data file (an object)", ["fit", "--config", *demo, "--data.data_dir", str(bad)]),
+        ("a malformed data file (bad JSON)", ["fit", "--config", *demo, "--data.data_dir", str(work / "bad_json")]),
+        ("an example without a field", ["fit", "--config", *demo, "--data.data_dir", str(work / "missing_field")]),
+        ("an example with a span outside its sentence",
+         ["fit", "--config", *demo, "--data.data_dir", str(work / "bad_span")]),
     ]
 
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tacred.errors import TacredError
 
 
 @contextmanager
@@ -104,3 +108,60 @@ def read_csv_rows(path: str | Path) -> tuple[list[str], list[dict[str, str]]]:
         reader = csv.DictReader(f)
         rows = list(reader)
         return list(reader.fieldnames or []), rows
+
+
+class MetricsFileError(TacredError, ValueError):
+    """A run's ``metrics.csv`` that cannot be read: no ``epoch`` column, or a value that is not a number."""
+
+
+@dataclass
+class EpochMetrics:
+    """A run's ``metrics.csv`` by epoch: ``values[column][epoch]`` (0-based epochs; empty and non-finite cells left
+    out), the file's ``columns`` and its number of data ``rows``."""
+
+    path: Path
+    columns: list[str]
+    rows: int
+    values: dict[str, dict[int, float]] = field(default_factory=dict)
+
+    def series(self, column: str) -> list[tuple[int, float]]:
+        """(epoch, value) of ``column`` in epoch order; empty when the column is absent."""
+        return sorted(self.values.get(column, {}).items())
+
+
+def read_epoch_metrics(path: str | Path, columns: Iterable[str] | None = None) -> EpochMetrics:
+    """The one reader of a run's ``metrics.csv`` (every column, or only ``columns``): one row per epoch as tacred's
+    CSV logger writes it (:class:`tacred.training.loggers.EpochRowWriter`), or Lightning's layout of one row per
+    logged item. A resumed run may log an epoch twice: its later row wins. A row without an epoch (Lightning's
+    layout logs the learning rate so) belongs to the epoch it was logged at the start of: the number of epochs
+    whose last step lies before its step. Raises :class:`MetricsFileError` naming the file, line and column."""
+    path = Path(path)
+    header, rows = read_csv_rows(path)
+    if "epoch" not in header:
+        raise MetricsFileError(f"{path}: expected a CSV with an 'epoch' column (Lightning's CSV logger)")
+    wanted = [c for c in header if c not in ("epoch", "step")] if columns is None else \
+        [c for c in columns if c in header]
+
+    def number(row: dict[str, str], line: int, key: str) -> float | None:
+        text = (row.get(key) or "").strip()
+        try:
+            value = float(text) if text else None
+        except ValueError:
+            raise MetricsFileError(f"{path}, line {line}: {key}={text!r} is not a number") from None
+        return value if value is not None and math.isfinite(value) else None
+
+    numbered = [(line, row, number(row, line, "epoch"), number(row, line, "step"))
+                for line, row in enumerate(rows, start=2)]
+    end_step: dict[int, float] = {}  # epoch -> its last logged step
+    for _, _, epoch, step in numbered:
+        if epoch is not None:
+            end_step[int(epoch)] = max(end_step.get(int(epoch), -1), step or 0)
+    out = EpochMetrics(path, header, len(rows), {c: {} for c in wanted})
+    for line, row, epoch, step in numbered:
+        at = int(epoch) if epoch is not None else sum(1 for s in end_step.values() if s < (step or 0))
+        for key in wanted:
+            value = number(row, line, key)
+            if value is not None:
+                out.values[key][at] = value
+    return out
+

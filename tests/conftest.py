@@ -173,3 +173,19 @@ def keep_torch_threads():
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def torch_loads(monkeypatch) -> list[object]:
+    """The files ``torch.load`` reads while the test runs (every checkpoint read goes through it), in order."""
+    import torch
+
+    loads: list[object] = []
+    real_load = torch.load
+
+    def counted(*args, **kwargs):
+        loads.append(args[0] if args else kwargs.get("f"))
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", counted)
+    return loads

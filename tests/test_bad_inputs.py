@@ -697,3 +697,43 @@ def test_edge_inputs_that_are_fine_still_load(tmp_path):
     gz = tmp_path / "plain.jsonl"
     gz.write_text("\n".join(json.dumps(e) for e in corpus(3)) + "\n\n", encoding="utf-8")
     assert [e.id for e in load_examples(gz).examples] == ["ex0", "ex1", "ex2"]
+
+
+def test_a_bad_metrics_csv_names_the_file_line_and_column_for_every_reader(tmp_path):
+    """metrics.csv has one reader (tacred.io.read_epoch_metrics): the ablation's dev F1 and the training curves
+    report its errors alike, each in its own error type."""
+    from tacred.analysis.inspection import InspectionError, read_training_curves
+    from tacred.experiments.ablation import AblationError, dev_f1_by_epoch
+    from tacred.io import MetricsFileError, read_epoch_metrics
+
+    path = tmp_path / "metrics.csv"
+    path.write_text("epoch,step,train/loss,val/f1\n0,9,2.0,0.5\n1,19,1.5,high\n", encoding="utf-8")
+    message = f"{path}, line 3: val/f1='high' is not a number"
+    for read, error in ((read_epoch_metrics, MetricsFileError), (dev_f1_by_epoch, AblationError),
+                        (read_training_curves, InspectionError)):
+        with pytest.raises(error) as err:
+            read(path)
+        assert str(err.value) == message
+    path.write_text("step,val/f1\n9,0.5\n", encoding="utf-8")
+    with pytest.raises(InspectionError, match="expected a CSV with an 'epoch' column"):
+        read_training_curves(path)
+
+
+def test_a_bad_mention_shard_names_the_file_and_line_for_every_reader(tmp_path):
+    """Mention files have one reader (tacred.extraction.mention_files): an output folder read back
+    (read_mentions) and the knowledge base's loader report a bad record alike."""
+    from tacred.extraction.mention_files import MentionFileError, read_mention_file
+    from tacred.extraction.output import read_mentions
+
+    parts = tmp_path / "out" / "parts"
+    parts.mkdir(parents=True)
+    good = {"doc_id": "d1", "sentence": 0, "sentence_text": "A works for B.", "relation": "org:employees",
+            "subject": {"text": "A", "start": 0, "end": 1, "type": "PERSON"}, "probability": 0.9, "evidence": None,
+            "object": {"text": "B", "start": 12, "end": 13, "type": "ORGANIZATION"}}
+    shard = parts / "part-00000.jsonl"
+    shard.write_text(json.dumps(good) + "\n" + json.dumps({**good, "probability": 1.5}) + "\n", encoding="utf-8")
+    for read in (lambda: list(read_mentions(tmp_path / "out")), lambda: list(read_mention_file(shard))):
+        with pytest.raises(MentionFileError, match=re.escape(f"{shard}, line 2: 'probability' must lie in [0, 1]")):
+            read()
+    shard.write_text(json.dumps(good) + "\n", encoding="utf-8")
+    assert list(read_mentions(tmp_path / "out")) == [good]

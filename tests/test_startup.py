@@ -110,3 +110,62 @@ def test_wrong_options_and_data_files_are_answered_before_lightning_loads(tmp_pa
         proc = run(argv)
         assert "HEAVY [] CODE 2" in proc.stdout, f"{argv}: {proc.stdout + proc.stderr}"
         assert message in proc.stderr, proc.stderr
+
+
+
+def broken_data(tmp_path):
+    """Folders whose train.json and test.json are bad JSON, hold an example without a field, or one with a span
+    outside its sentence, and the error each gets (after the file's name)."""
+    import json
+
+    from tacred.data.synthetic import write_corpus
+
+    good = tmp_path / "good"
+    write_corpus(good, n_train=20, n_dev=5, n_test=5)
+    records = json.loads((good / "train.json").read_text())
+    broken = {"bad_json": json.dumps(records)[:-40],
+              "missing": json.dumps([*records[:7], {k: v for k, v in records[7].items() if k != "relation"}]),
+              "span": json.dumps([*records[:3], {**records[3], "obj_end": 99}])}
+    length = len(records[3]["token"])
+    expected = {"bad_json": ": invalid JSON at line 1, column",
+                "missing": f": example 7 (id {records[7]['id']!r}): missing field(s) relation",
+                "span": f": example 3 (id {records[3]['id']!r}): span obj_start={records[3]['obj_start']}, obj_end=99 "
+                        f"does not satisfy 0 <= start <= end < {length} (sentence length)"}
+    folders = {}
+    for name, text in broken.items():
+        folders[name] = folder = tmp_path / name
+        folder.mkdir()
+        for split in ("train", "dev", "test"):
+            (folder / f"{split}.json").write_text(text if split in ("train", "test") else json.dumps(records))
+    return folders, expected
+
+
+def test_a_malformed_data_file_is_reported_before_torch_loads(tmp_path):
+    """Each problem named with the file, the example's index and id, by `tacred fit` and by `tacred test` with a
+    --config, before torch or Lightning is imported: the target is under 2 s (benchmarks/time_to_error.py measures
+    it; Lightning's start alone took 10-30 s). The checkpoint is not read: the data file is refused first."""
+    folders, expected = broken_data(tmp_path)
+    ckpt = tmp_path / "model.ckpt"
+    ckpt.write_bytes(b"PK\x03\x04 never read")
+    for name, folder in folders.items():
+        demo = ["--config", str(REPO / "configs/demo.yaml"), "--data.data_dir", str(folder), "--run_dir",
+                str(tmp_path / "run")]
+        cases = [["fit", *demo], ["test", "--ckpt_path", str(ckpt), *demo]]
+        if name == "bad_json":  # a test file named on the command line is read as JSON before the checkpoint too
+            cases.append(["test", "--ckpt_path", str(ckpt), "--data.test_file", str(folder / "test.json")])
+        for argv in cases:
+            proc = run(argv)
+            assert "HEAVY [] CODE 2" in proc.stdout, f"{argv}: {proc.stdout + proc.stderr}"
+            split = "train" if argv[0] == "fit" else "test"
+            assert f"tacred {argv[0]}: error: {folder / split}.json{expected[name]}" in proc.stderr, proc.stderr
+
+
+def test_an_invalid_example_of_a_checkpoints_test_file_is_reported_before_lightning_loads(checkpoint, tmp_path):
+    """Without --config, `tacred test` takes --data.strict from the checkpoint's configuration: its examples are
+    checked once the checkpoint is read (torch has loaded then, Lightning not)."""
+    folders, expected = broken_data(tmp_path)
+    for name in ("missing", "span"):
+        test_file = folders[name] / "test.json"
+        proc = run(["test", "--ckpt_path", str(checkpoint), "--data.test_file", str(test_file)])
+        assert "HEAVY ['torch'] CODE 2" in proc.stdout, proc.stdout + proc.stderr
+        assert f"tacred test: error: {test_file}{expected[name]}" in proc.stderr, proc.stderr

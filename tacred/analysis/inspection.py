@@ -4,7 +4,6 @@ self-attention weights per layer and head, the position-aware layer's weights, a
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import torch
 
 from tacred.data.batching import EncodedSplit
 from tacred.errors import TacredError
-from tacred.io import read_csv_rows
+from tacred.io import MetricsFileError, read_epoch_metrics
 from tacred.training.api import checkpoint_split
 from tacred.training.module import RelationExtractor
 
@@ -31,9 +30,12 @@ def run_folder(ckpt_path: str | Path) -> Path:
 def load_split(ckpt_path: str | Path, split: str = "dev", data_dir: str | None = None,
                file: str | None = None) -> tuple[RelationExtractor, EncodedSplit, str]:
     """Model, encoded split and a description of its source (:func:`tacred.training.api.checkpoint_split`); ``file``
-    overrides ``split``."""
-    data, source, _ = checkpoint_split(ckpt_path, split, data_dir, file)
-    return RelationExtractor.from_checkpoint(ckpt_path), data, source
+    overrides ``split``. The checkpoint is read once, for the data options, the vocabularies and the network."""
+    from tacred.checkpoints import reading_once
+
+    with reading_once():
+        data, source, _ = checkpoint_split(ckpt_path, split, data_dir, file)
+        return RelationExtractor.from_checkpoint(ckpt_path), data, source
 
 
 def find_example(data: EncodedSplit, source: str, ident: str | None = None, index: int | None = None) -> int:
@@ -113,46 +115,21 @@ class TrainingCurves:
 def read_training_curves(path: str | Path) -> TrainingCurves:
     """Read ``metrics.csv`` (or ``RUN/metrics.csv`` for a run folder) written by the CSV logger: one row per epoch
     (:class:`tacred.training.loggers.EpochRowWriter`), or Lightning's layout of one row per logged item, where learning-rate
-    rows have no epoch and are placed by their step."""
+    rows have no epoch and are placed by their step (:func:`tacred.io.read_epoch_metrics`)."""
     path = Path(path)
     if path.is_dir():
         path = path / "metrics.csv"
     if not path.is_file():
         raise FileNotFoundError(f"training metrics not found: {path} (the CSV logger writes RUN/metrics.csv)")
-    _, rows = read_csv_rows(path)
-    if not rows or "epoch" not in rows[0]:
+    try:
+        metrics = read_epoch_metrics(path)
+    except MetricsFileError as err:
+        raise InspectionError(str(err)) from None
+    if not metrics.rows:
         raise InspectionError(f"{path}: expected a CSV with an 'epoch' column (Lightning's CSV logger)")
-    lr_key = next((k for k in rows[0] if k.startswith("lr-")), None)
-
-    def number(row: dict[str, str], key: str | None) -> float | None:
-        text = (row.get(key) or "").strip() if key else ""
-        try:
-            value = float(text) if text else None
-        except ValueError:
-            raise InspectionError(f"{path}: line {rows.index(row) + 2}: {key}={text!r} is not a number") from None
-        return value if value is not None and math.isfinite(value) else None
-
-    series: dict[str, dict[int, float]] = {k: {} for k in ("train/loss", "val/f1", "val/precision", "val/recall", "lr")}
-    end_step: dict[int, int] = {}  # epoch -> its last logged step
-    for row in rows:
-        epoch, step = number(row, "epoch"), number(row, "step")
-        if epoch is None:
-            continue
-        end_step[int(epoch)] = max(end_step.get(int(epoch), -1), int(step or 0))
-        for key in ("train/loss", "val/f1", "val/precision", "val/recall"):
-            value = number(row, key)
-            if value is not None:
-                series[key][int(epoch)] = value  # a resumed run's later row wins
-    for row in rows:
-        value, step, epoch = number(row, lr_key), number(row, "step"), number(row, "epoch")
-        if value is not None and epoch is not None:  # one row per epoch: the rate the epoch trained with
-            series["lr"][int(epoch)] = value
-        elif value is not None:
-            # older files, a row per logged item: the rate is logged at the start of an epoch, whose number is the
-            # count of epochs that ended before this step
-            series["lr"][sum(1 for s in end_step.values() if s < (step or 0))] = value
-    get = lambda key: sorted(series[key].items())  # noqa: E731
-    return TrainingCurves(get("train/loss"), get("val/f1"), get("val/precision"), get("val/recall"), get("lr"))
+    lr_key = next((k for k in metrics.columns if k.startswith("lr-")), "")
+    return TrainingCurves(metrics.series("train/loss"), metrics.series("val/f1"), metrics.series("val/precision"),
+                          metrics.series("val/recall"), metrics.series(lr_key))
 
 
 def train_demo_model(work_dir: str | Path, epochs: int = 2, n_train: int = 600, n_dev: int = 200,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -229,9 +231,71 @@ def load_examples(path: str | Path, *, strict: bool = True) -> LoadResult:
 
     Strict mode raises :class:`DataFormatError` naming the file, the example's index and id, the field
     and the problem. Lenient mode (``strict=False``) skips invalid examples and logs each one and the count.
+    Inside :func:`reading_examples_once`, a file read already (:func:`check_examples`) is not read again.
     """
     path = check_data_file(path)
-    records = _read_records(path)
+    key = _key(path)
+    if _once is not None and (key, strict) in _once.results:
+        return _once.results[key, strict]
+    records = _once.records.pop(key, None) if _once is not None else None
+    return _remember(key, strict, _validated(path, _read_records(path) if records is None else records, strict))
+
+
+def check_examples(path: str | Path, *, strict: bool | None = True) -> LoadResult | None:
+    """:func:`load_examples` with the json module alone (no HF datasets, no torch): what ``tacred fit/validate/test/
+    predict`` run on their data files before Lightning is imported, so that a malformed file is reported at once.
+    ``strict=None`` (not known yet): only the file as a whole (JSON, a list of records) is checked, None returned."""
+    path = check_data_file(path)
+    key = _key(path)
+    if _once is not None and ((key, strict) in _once.results or strict is None and key in _once.checked):
+        return None if strict is None else _once.results[key, strict]
+    records = _once.records.pop(key, None) if _once is not None else None
+    records = _read_json_plain(path) if records is None else records
+    if strict is None:
+        if _once is not None:
+            _once.records[key] = records  # until the examples are validated, under the strictness known then
+        return None
+    return _remember(key, strict, _validated(path, records, strict))
+
+
+@dataclass
+class _ReadOnce:
+    # a file's records as read, kept only until they are validated (the examples are what stays in memory)
+    records: dict[tuple[str, int, int], list[Any]]
+    results: dict[tuple[tuple[str, int, int], bool], LoadResult]  # the validated examples (strict or not)
+    checked: set[tuple[str, int, int]]  # the files validated (either way)
+
+
+_once: _ReadOnce | None = None
+
+
+@contextlib.contextmanager
+def reading_examples_once() -> Iterator[None]:
+    """Within the block, each data file is read once and validated once: the check before the heavy imports
+    (:func:`check_examples`) and the data module's :func:`load_examples` share the result (callers never change it;
+    a file changed in between is read again). The contents are let go after it."""
+    global _once
+    outer = _once
+    _once = _ReadOnce({}, {}, set()) if outer is None else outer
+    try:
+        yield
+    finally:
+        _once = outer
+
+
+def _key(path: Path) -> tuple[str, int, int]:
+    stat = path.stat()
+    return str(path.resolve()), stat.st_mtime_ns, stat.st_size
+
+
+def _remember(key: tuple[str, int, int], strict: bool, result: LoadResult) -> LoadResult:
+    if _once is not None:
+        _once.results[key, strict] = result
+        _once.checked.add(key)
+    return result
+
+
+def _validated(path: Path, records: list[Any], strict: bool) -> LoadResult:
     examples: list[Example] = []
     skipped: list[tuple[int, str, str]] = []
     first_index: dict[str, int] = {}

@@ -16,7 +16,14 @@ from typing import Any
 
 from tacred.errors import TacredError
 from tacred.experiments.ensemble import mean_std
-from tacred.io import atomic_path, read_csv_rows, read_json, write_json, write_text_atomic
+from tacred.io import (
+    MetricsFileError,
+    atomic_path,
+    read_epoch_metrics,
+    read_json,
+    write_json,
+    write_text_atomic,
+)
 
 RESULT_FILE = "result.json"
 FIT_DONE_FILE = "fit.done"
@@ -163,17 +170,13 @@ def dev_f1_by_epoch(metrics_csv: Path) -> dict[int, float]:
     """Dev F1 per 0-based epoch from a run's ``metrics.csv`` (a resumed run may log an epoch twice: the last wins)."""
     if not metrics_csv.is_file():
         raise AblationError(f"{metrics_csv}: not found; did the fit run?")
-    scores: dict[int, float] = {}
-    header, rows = read_csv_rows(metrics_csv)
-    if "val/f1" not in header:
+    try:
+        metrics = read_epoch_metrics(metrics_csv, ["val/f1"])
+    except MetricsFileError as err:
+        raise AblationError(str(err)) from None
+    if "val/f1" not in metrics.columns:
         raise AblationError(f"{metrics_csv}: no 'val/f1' column")
-    for line, row in enumerate(rows, start=2):
-        if row.get("val/f1"):
-            try:
-                scores[int(row["epoch"])] = float(row["val/f1"])
-            except (TypeError, ValueError) as err:
-                raise AblationError(f"{metrics_csv}, line {line}: bad epoch or val/f1 ({err})") from err
-    return scores
+    return dict(metrics.series("val/f1"))
 
 
 def probe_batch(num_words: int, num_pos: int, num_ner: int, num_labels: int) -> Any:

@@ -44,8 +44,23 @@ def mention_files(paths: Iterable[str | Path]) -> list[Path]:
 
 def read_mention_file(path: Path) -> Iterator[dict[str, Any]]:
     """The flattened, checked rows of one JSON Lines or Parquet mention file (:func:`mention_row`)."""
+    for where, record in _records(path):
+        yield mention_row(record, where)
+
+
+def read_mention_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The mentions of one JSON Lines or Parquet mention file as `tacred extract` wrote them (nested ``subject`` and
+    ``object``, ``evidence`` as a JSON value), each checked as :func:`mention_row` checks it."""
+    for where, record in _records(path):
+        mention_row(record, where)
+        yield record
+
+
+def _records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, record) of every mention record of a file, ``where`` naming the file and its line or row: the one
+    reader of both formats."""
     if path.suffix == ".parquet":
-        yield from _parquet_rows(path)
+        yield from _parquet_records(path)
         return
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
@@ -60,10 +75,10 @@ def read_mention_file(path: Path) -> Iterator[dict[str, Any]]:
                 record = json.loads(line)
             except (json.JSONDecodeError, RecursionError) as err:
                 raise MentionFileError(f"{where}: not a JSON object ({getattr(err, 'msg', err)})") from None
-            yield mention_row(record, where)
+            yield where, record
 
 
-def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+def _parquet_records(path: Path) -> Iterator[tuple[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
@@ -81,7 +96,7 @@ def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
                     record["evidence"] = json.loads(evidence)
                 except ValueError:
                     raise MentionFileError(f"{where}: 'evidence' is not JSON text") from None
-            yield mention_row(record, where)
+            yield where, record
 
 
 def mention_row(record: Any, where: str) -> dict[str, Any]:

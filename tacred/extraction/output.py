@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tacred.extraction.documents import BadDocument, Document
+from tacred.extraction.mention_files import read_mention_records
 from tacred.extraction.pipeline import DocumentResult
 from tacred.io import write_text_atomic
 
@@ -194,13 +195,8 @@ class ShardSink:
 
 
 def read_mentions(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """Every mention of an output folder, in document order (shard by shard)."""
-    parts = Path(folder) / "parts"
-    for shard in sorted(parts.glob("part-*.*")):
-        if shard.suffix == ".parquet":
-            from tacred.extraction.parquet_shards import read_parquet_shard
-
-            yield from read_parquet_shard(shard)
-        elif shard.suffix == ".jsonl":
-            with shard.open(encoding="utf-8") as lines:
-                yield from (json.loads(line) for line in lines)
+    """Every mention of an output folder, in document order (shard by shard), as written and checked
+    (:func:`tacred.extraction.mention_files.read_mention_records`)."""
+    for shard in sorted((Path(folder) / "parts").glob("part-*.*")):
+        if shard.suffix in (".parquet", ".jsonl"):
+            yield from read_mention_records(shard)

@@ -1,10 +1,9 @@
-"""Mention shards as Parquet: one row per mention, the arguments as structs, the evidence as a JSON string (its
-shape depends on the label set)."""
+"""Mention shards written as Parquet: one row per mention, the arguments as structs, the evidence as a JSON string (its
+shape depends on the label set). They are read back by :mod:`tacred.extraction.mention_files`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,3 @@ def write_parquet_shard(path: str | Path, mentions: list[dict[str, Any]]) -> Non
     with atomic_path(path, keep_suffix=True) as tmp:
         pq.write_table(table, tmp)
 
-
-def read_parquet_shard(path: str | Path) -> Iterator[dict[str, Any]]:
-    """A Parquet shard's mentions as the dicts that were written."""
-    import pyarrow.parquet as pq
-
-    for row in pq.read_table(path).to_pylist():
-        yield {**row, "evidence": None if row["evidence"] is None else json.loads(row["evidence"])}

@@ -180,7 +180,7 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
     """
     import numpy as np
 
-    from tacred.checkpoints import read_checkpoint, resolve_checkpoint
+    from tacred.checkpoints import read_checkpoint, reading_once, resolve_checkpoint
     from tacred.data.conversion import unconverted_gold
     from tacred.devices import torch_device
     from tacred.evaluation.predictions import Evaluation
@@ -191,9 +191,10 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
         raise FileNotFoundError(f"evaluate: {str(split)!r} is neither a split ({', '.join(SPLITS)}) nor a file")
     resolved = torch_device(device)  # an absent device is an error before the file is read
     path = resolve_checkpoint(checkpoint)
-    contents = read_checkpoint(path)
-    model = TrainedNetwork.from_checkpoint(path, map_location=resolved, checkpoint=contents)
-    encoded, source, split_file = checkpoint_split(path, str(split), data_dir, file, contents)
+    with reading_once():  # one read for the network, the data options and the data module's vocabularies
+        contents = read_checkpoint(path)
+        model = TrainedNetwork.from_checkpoint(path, map_location=resolved, checkpoint=contents)
+        encoded, source, split_file = checkpoint_split(path, str(split), data_dir, file, contents)
     probs = model.split_probabilities(encoded, batch_size).double().numpy()  # (N, L)
     return Evaluation(list(encoded.ids), list(model.vocab.labels.itos), model.vocab.no_relation,
                       np.asarray(encoded.labels, dtype=np.int64), probs, encoded.examples, source,

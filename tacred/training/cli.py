@@ -117,6 +117,7 @@ class TacredCLI(LightningCLI):
         self._guard = guard or RunFolderGuard()
         self._read = checkpoint
         self._start_checkpoint: dict[str, Any] | None = None
+        self._held_ckpt_path: str | None = None
         self._verbose_given = any(a == "--verbose" or a.startswith("--verbose=") for a in args or [])
         # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
         exit_on_error = {"exit_on_error": False}
@@ -172,6 +173,8 @@ class TacredCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
+        if self._held_ckpt_path is not None:  # held back by parse_arguments
+            cfg.ckpt_path, self._held_ckpt_path = self._held_ckpt_path, None
         check_command_line(cfg)  # the classes check their own options when they are built, before reading data
         if self.subcommand in ("validate", "test") and not self._verbose_given:
             cfg.verbose = False  # the scorer's report is printed already: Lightning's table would repeat it
@@ -227,16 +230,21 @@ class TacredCLI(LightningCLI):
                 raise
             raise command_line_error(cause) from None
 
-    def _parse_ckpt_path(self) -> None:
-        """Lightning's, with the checkpoint's hyperparameters taken from the contents read already (LightningCLI
-        would load the whole file once more for them)."""
-        ckpt_path = self.config[self.config.subcommand].get("ckpt_path") if self.config.get("subcommand") else None
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        """Lightning's, then the ``--ckpt_path`` checkpoint's hyperparameters merged into the model's options, from
+        the contents read once (:meth:`_checkpoint`). LightningCLI would load the whole file once more for them when
+        it finds ``ckpt_path`` set after parsing, so the path is held back until :meth:`before_instantiate_classes`."""
+        super().parse_arguments(parser, args)
+        command = self.config.get("subcommand")
+        ckpt_path = self.config[command].get("ckpt_path") if command else None
         if not ckpt_path or not Path(ckpt_path).is_file():
             return
         hparams = dict(self._checkpoint(ckpt_path).get("hyper_parameters") or {})
         hparams.pop("_instantiator", None)
         if hparams:
-            self.config = self.parser.parse_object({self.config.subcommand: {"model": hparams}}, self.config)
+            self.config = parser.parse_object({command: {"model": hparams}}, self.config)
+        self._held_ckpt_path = ckpt_path
+        self.config[command].ckpt_path = None
 
     def _checkpoint(self, path: str) -> dict[str, Any]:
         if self._read is not None and self._read[0] == str(path):

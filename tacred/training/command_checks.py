@@ -1,6 +1,6 @@
 """The command line of ``tacred fit/validate/test/predict`` checked before Lightning is imported (several seconds):
-the Trainer options that would fail late, ``--num_threads``, and the data files the command reads (present, and
-not plainly malformed). The classes check their own options again when they are built."""
+the Trainer options that would fail late, ``--num_threads``, and the data files the command reads, example by
+example. The classes check their own options again when they are built."""
 
 from __future__ import annotations
 
@@ -172,16 +172,45 @@ def data_files(command: str, config: Mapping[str, Any]) -> list[Path]:
     return paths
 
 
-def check_command(argv: Sequence[str], files: bool = True) -> None:
-    """``COMMAND ARGS`` checked before Lightning: Trainer options, ``--num_threads``, the model's and the data's
-    options and, with ``files``, the data files the command reads (:func:`tacred.data.examples.check_data_file`)."""
-    from tacred.data.examples import check_data_file
-
-    if any(a in ("-h", "--help") or a.startswith("--print_config") for a in argv):
+def check_command(argv: Sequence[str]) -> None:
+    """The options of ``COMMAND ARGS`` checked before Lightning: Trainer options, ``--num_threads``, the model's and
+    the data's options (the data files: :func:`check_data_files`)."""
+    if _asks_for_help(argv):
         return
     config = given_config(argv)
     check_trainer_and_threads(config)
     check_model_and_data(config, command_line_texts(argv))
-    if files:
+
+
+def check_data_files(argv: Sequence[str], given_only: bool = False) -> None:
+    """Every example of the data files ``COMMAND ARGS`` reads, validated with the json module alone
+    (:func:`tacred.data.examples.check_examples`, under ``--data.strict``), so that a malformed file is reported
+    before torch and Lightning load; inside :func:`tacred.data.examples.reading_examples_once` the data module
+    then takes the examples from this read. ``given_only``: only the files the command line names
+    (``--data.test_file``, absolute or in a ``--data.data_dir`` given there), as an evaluation's checkpoint holds the
+    rest of its configuration, ``--data.strict`` included (unless given here, the files are checked whole, and their
+    examples once the checkpoint is read)."""
+    if _asks_for_help(argv):
+        return
+    if not given_only:
+        config = given_config(argv)
+        strict = _init_args(config.get("data")).get("strict", True)
         for path in data_files(argv[0], config):
-            check_data_file(path)
+            _check_examples(path, strict)
+        return
+    given = command_line_texts(argv)
+    strict = _plain_value(given["data.strict"]) if "data.strict" in given else None
+    for split in STAGE_SPLITS.get(argv[0], ()):
+        name, data_dir = given.get(f"data.{split}_file"), given.get("data.data_dir")
+        if name is not None and (Path(name).is_absolute() or data_dir is not None):
+            _check_examples(Path(data_dir or "") / name, strict)
+
+
+def _check_examples(path: Path, strict: Any) -> None:
+    from tacred.data.examples import check_examples
+
+    check_examples(path, strict=None if strict is None else strict is not False)
+
+
+def _asks_for_help(argv: Sequence[str]) -> bool:
+    return any(a in ("-h", "--help") or a.startswith("--print_config") for a in argv)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import lightning as L
 import torch
@@ -101,6 +99,7 @@ class TacredDataModule(L.LightningDataModule):
         self.tokenizer = tokenizer
         self._examples: dict[str, list[Example]] = {}
         self._encoded: dict[str, EncodedSplit] = {}
+        self._resume: tuple[int, int] | None = None  # (epoch, batches trained) for the next train loader
 
     # -- files and examples ------------------------------------------------------------------------
     def path(self, split: str) -> Path:
@@ -232,9 +231,18 @@ class TacredDataModule(L.LightningDataModule):
         )
         options = dict(batch_sampler=sampler, collate_fn=data.collate, num_workers=self.num_workers,
                        persistent_workers=self.num_workers > 0)
-        if train and trainer is not None:
-            return ResumableLoader(data, position=lambda: training_position(trainer), **options)
+        if train and self._resume is not None:
+            sampler.resume_within(*self._resume)
+            self._resume = None
         return DataLoader(data, **options)
+
+    def resume_within(self, epoch: int, batches_done: int) -> None:
+        """The next train loader's pass over ``epoch`` leaves out its first ``batches_done`` batches, which the fit
+        being resumed had trained already (:class:`~tacred.training.callbacks.LastCheckpoint` calls this as a fit
+        resumes from a checkpoint written inside an epoch). With the step seeds of
+        :class:`~tacred.training.reproducibility.ReproducibleSteps`, the resumed run trains on what an uninterrupted
+        one would."""
+        self._resume = (epoch, batches_done)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", train=True)
@@ -247,29 +255,3 @@ class TacredDataModule(L.LightningDataModule):
 
     def predict_dataloader(self) -> DataLoader:
         return self._loader("predict", train=False)
-
-
-def training_position(trainer: Any) -> tuple[int, int]:
-    """(epoch, batches of it trained) of a running fit: the batches Lightning has fetched for training this epoch."""
-    return trainer.current_epoch, trainer.fit_loop.epoch_loop.batch_progress.current.ready
-
-
-class ResumableLoader(DataLoader):
-    """The training loader, resumable inside an epoch: Lightning stores its :meth:`state_dict` (the epoch and the
-    batches trained so far) in every checkpoint and, when a fit resumes from one written mid-epoch, hands it back
-    before the epoch's pass begins, which then leaves out the batches already trained. With the step seeds of
-    :class:`~tacred.training.reproducibility.ReproducibleSteps`, the resumed run trains on what an uninterrupted one
-    would."""
-
-    def __init__(self, *args: Any, position: Callable[[], tuple[int, int]], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._position = position
-
-    def state_dict(self) -> dict[str, int]:
-        epoch, done = self._position()
-        return {"epoch": int(epoch), "batches_done": int(done)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        done = int(state.get("batches_done", 0))
-        if 0 < done < len(self):  # an epoch's end resumes with the next epoch, whole
-            self.batch_sampler.resume_within(int(state["epoch"]), done)

@@ -22,15 +22,18 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
     finished :class:`~tacred.training.cli.TacredCLI`. ``callbacks``: Lightning callbacks added to the Trainer's
     (a tuning trial's pruning callback). A command that fails removes what it added to the run folder unless a
     checkpoint was written, or ``keep_failed`` is given. The ``--ckpt_path`` file is read once, for the checks, the
-    configuration, the vocabularies and Lightning's restore alike (:func:`tacred.checkpoints.reading_once`)."""
+    configuration, the vocabularies and Lightning's restore alike (:func:`tacred.checkpoints.reading_once`), and each
+    data file once, for its check before the heavy imports and the data module alike
+    (:func:`tacred.data.examples.reading_examples_once`)."""
     from tacred.checkpoints import reading_once
+    from tacred.data.examples import reading_examples_once
 
-    with reading_once():
+    with reading_once(), reading_examples_once():
         return _lightning_command(argv, callbacks, keep_failed)
 
 
 def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: bool) -> TacredCLI:
-    from tacred.training.command_checks import check_command
+    from tacred.training.command_checks import check_command, check_data_files
     from tacred.training.config_files import check_config_files
     from tacred.training.run_folder import RunFolderGuard
 
@@ -39,7 +42,7 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
         check_config_files(argv)
         argv = split_files_from_here(argv)
         ckpt_path = option_value(argv, "--ckpt_path")
-        check_command(argv, files=False)  # option values before torch and Lightning load, data files below
+        check_command(argv)  # option values before torch and Lightning load, data files below
         from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
 
         checkpoint = None
@@ -52,12 +55,17 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
             ckpt_path = resolved
         if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
             check_checkpoint_file(ckpt_path)  # a wrong path answered in ~0.1 s, before torch and Lightning load
+        # every example of the data files before torch loads, where the command line names them all; an evaluation
+        # whose checkpoint holds the rest of its configuration: the files named here, the others once it is read
+        whole = argv[0] not in EVAL_COMMANDS or ckpt_path is None or has_config(argv)
+        check_data_files(argv, given_only=not whole)
+        if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
             from tacred.checkpoints import read_checkpoint
 
             checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
             warn_replaced_options(argv, checkpoint)
             argv = with_checkpoint_config(argv, checkpoint)
-        check_command(argv)  # the data files, of the checkpoint's configuration with the command line's
+        check_data_files(argv)  # of the checkpoint's configuration with the command line's (each file read once)
         from tacred.training.cli import TacredCLI
 
         extra: dict[str, Any] = {"trainer_defaults": {"callbacks": list(callbacks)}} if callbacks else {}
@@ -77,6 +85,11 @@ def option_value(argv: Sequence[str], name: str) -> str | None:
         if arg.startswith(name + "="):
             return arg.split("=", 1)[1]
     return None
+
+
+def has_config(argv: Sequence[str]) -> bool:
+    """Whether a ``--config`` is given (an evaluation then does not take the configuration saved in its checkpoint)."""
+    return option_value(argv, "--config") is not None or option_value(argv, "-c") is not None
 
 
 SPLIT_FILE_OPTIONS = tuple(f"--data.{split}_file" for split in ("train", "dev", "test", "predict"))
@@ -120,7 +133,7 @@ def with_checkpoint_config(argv: list[str], checkpoint: dict[str, Any]) -> list[
     """``tacred test --ckpt_path X`` without ``--config``: the configuration saved inside the checkpoint becomes the
     first ``--config`` (jsonargparse reads a config given as YAML text), so the command line applies on top of it;
     LightningCLI then applies the checkpoint's model hyperparameters, as it does for every ``--ckpt_path``."""
-    if argv[0] not in EVAL_COMMANDS or option_value(argv, "--config") is not None or option_value(argv, "-c") is not None:
+    if argv[0] not in EVAL_COMMANDS or has_config(argv):
         return argv
     ckpt_path = option_value(argv, "--ckpt_path")
     from tacred.checkpoints import CheckpointError

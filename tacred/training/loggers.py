@@ -13,7 +13,7 @@ from lightning.pytorch.core.saving import save_hparams_to_yaml
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities import rank_zero_only
 
-from tacred.io import atomic_path
+from tacred.io import atomic_path, read_csv_rows
 
 
 def _number(text: str) -> float | int | None:
@@ -46,9 +46,8 @@ class EpochRowWriter:
         self._dirty = False
         path = Path(self.metrics_file_path)
         if path.is_file():
-            with open(path, encoding="utf-8", newline="") as f:
-                for row in csv.DictReader(f):
-                    self._add({k: v for k, v in ((k, _number(v)) for k, v in row.items() if k) if v is not None})
+            for row in read_csv_rows(path)[1]:  # the rows as written: continued, never reinterpreted
+                self._add({k: v for k, v in ((k, _number(v)) for k, v in row.items() if k) if v is not None})
             self._pending = {}
             self._dirty = False
 

@@ -24,6 +24,8 @@ IGNORED_WARNINGS = (
      "tacred's own sampler: in evaluation it yields every example once, never drops a batch (tests check it)"),
     (r"Checkpoint directory .* exists and is not empty",
      "the run's own checkpoints: fit resumes from them or, with --resume never, says it overwrites them"),
+    (r"You're resuming from a checkpoint that ended before the epoch ended and your dataloader is not resumable",
+     "tacred resumes its train loader itself, from the position it writes into every checkpoint (LastCheckpoint)"),
 )
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
 

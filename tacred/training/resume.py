@@ -12,6 +12,10 @@ from tacred.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+# the checkpoint field where tacred keeps how far a fit's current epoch had trained (written and read back by
+# tacred.training.callbacks.LastCheckpoint): {"epoch": 0-based, "batches_done", "epoch_batches"}, batches of one process
+RESUME_KEY = "tacred_resume"
+
 
 def check_run_dir(run_dir: Path) -> None:
     """``--run_dir`` must be a folder or not exist yet."""
@@ -51,11 +55,11 @@ def resume_checkpoint(checkpoints: Path, mode: str) -> dict[str, Any] | None:
 
 def resume_point(checkpoint: dict[str, Any]) -> str:
     """Where a ``last.ckpt`` stands: after N finished epochs, or inside an epoch after B of its batches (one written
-    by ``--checkpoint_minutes``)."""
+    by ``--checkpoint_minutes``), as :class:`~tacred.training.callbacks.LastCheckpoint` recorded it."""
     epoch = int(checkpoint.get("epoch", -1))
-    loop = (checkpoint.get("loops") or {}).get("fit_loop") or {}
-    batches = loop.get("epoch_loop.batch_progress") or {}
-    done = ((batches.get("current") or {}).get("processed") or 0) if isinstance(batches, dict) else 0
-    if done and not batches.get("is_last_batch", True):
-        return f"inside epoch {epoch + 1}, after {done} of its batches"
+    position = checkpoint.get(RESUME_KEY)
+    if isinstance(position, dict):
+        done, batches = int(position.get("batches_done", 0)), int(position.get("epoch_batches", 0))
+        if 0 < done < batches:
+            return f"inside epoch {int(position['epoch']) + 1}, after {done} of its batches"
     return f"after {epoch + 1} finished epoch(s)"

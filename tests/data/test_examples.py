@@ -87,6 +87,31 @@ def test_lenient_mode_skips_and_reports_each_invalid_example(write_json, caplog)
     assert "example 1 (id 'ex1')" in caplog.text and "example 3 (id 'ex3')" in caplog.text
 
 
+@pytest.mark.parametrize("strict", [True, False])
+def test_the_check_before_the_heavy_imports_gives_the_examples_the_data_module_loads(write_json, monkeypatch, strict):
+    """check_examples (the json module alone) and load_examples (HF datasets) give the same examples and skip the same
+    ones; inside reading_examples_once the file is read once, by the check, and its raw records are let go once
+    they are validated."""
+    import tacred.data.examples as E
+
+    rows = [make_example(i) for i in range(6)]
+    rows[4]["obj_end"] = 99
+    path = write_json("train.json", rows if not strict else rows[:4])
+    expected = load_examples(path, strict=strict)
+    assert E.check_examples(path, strict=strict) == expected
+    with E.reading_examples_once():
+        reads = []
+        for name in ("_read_json_plain", "_read_records"):
+            real = getattr(E, name)
+            monkeypatch.setattr(E, name, lambda p, real=real, name=name: reads.append(name) or real(p))
+        assert E.check_examples(path, strict=None) is None  # strictness not known yet: the file as JSON only
+        assert E.check_examples(path, strict=strict) == expected
+        assert not E._once.records  # validated: only the examples stay
+        assert load_examples(path, strict=strict) is E.check_examples(path, strict=strict)
+        assert reads == ["_read_json_plain"]
+    assert E._once is None
+
+
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothere.json"):
         load_examples(tmp_path / "nothere.json")

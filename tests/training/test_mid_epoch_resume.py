@@ -11,6 +11,7 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from tacred.training.resume import RESUME_KEY, resume_point
 from tests.conftest import REPO, run_in_process
 
 SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16", "--model.network.attention_dim", "16",
@@ -53,7 +54,8 @@ def test_a_fit_stopped_inside_an_epoch_resumes_there_and_matches_an_uninterrupte
     crashed = fit(demo_data, stopped, "--checkpoint_minutes", "1e-9", crash, check=False)
     assert crashed.status != 0 and "simulated crash" in crashed.stderr
     state = torch.load(stopped / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
-    assert state["epoch"] == 1 and state["loops"]["fit_loop"]["state_dict"]["combined_loader"] == [{"epoch": 1, "batches_done": 5}]
+    # the position as tacred writes it itself (tacred.training.callbacks.LastCheckpoint), not Lightning's loop state
+    assert state["epoch"] == 1 and state[RESUME_KEY] == {"epoch": 1, "batches_done": 5, "epoch_batches": 12}
 
     resumed = fit(demo_data, stopped)
     assert "last.ckpt inside epoch 2, after 5 of its batches" in resumed.stderr
@@ -62,6 +64,14 @@ def test_a_fit_stopped_inside_an_epoch_resumes_there_and_matches_an_uninterrupte
         ours, theirs = weights(stopped / "checkpoints" / name), weights(straight / "checkpoints" / name)
         assert ours.keys() == theirs.keys()
         assert all(torch.equal(ours[k], theirs[k]) for k in ours), name
+
+
+def test_the_resume_point_is_read_from_tacreds_own_field():
+    assert resume_point({"epoch": 1, RESUME_KEY: {"epoch": 1, "batches_done": 5, "epoch_batches": 12}}) == \
+        "inside epoch 2, after 5 of its batches"
+    assert resume_point({"epoch": 1, RESUME_KEY: {"epoch": 1, "batches_done": 12, "epoch_batches": 12}}) == \
+        "after 2 finished epoch(s)"
+    assert resume_point({"epoch": 0}) == "after 1 finished epoch(s)"  # written before tacred kept the field
 
 
 def test_checkpoint_minutes_must_be_positive(demo_data, tmp_path):

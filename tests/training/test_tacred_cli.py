@@ -19,30 +19,43 @@ def test_a_command_line_gets_a_class_that_names_its_command_only() -> None:
     assert type(TacredCLI.__new__(TacredCLI, args={"fit": {}})) is TacredCLI  # a parsed mapping: parsed as a whole
 
 
-def test_tacred_test_reads_its_checkpoint_once(checkpoint, tmp_path, monkeypatch) -> None:
+def test_tacred_test_reads_its_checkpoint_once(checkpoint, tmp_path, torch_loads) -> None:
     """The checks, the stored configuration, Lightning's hyperparameters, the vocabularies and the restore share one
     read of the --ckpt_path file (tacred.checkpoints.reading_once); the scores are those of a fresh read."""
     import json
 
-    import torch
-
     from tests.conftest import run_in_process
 
-    loads = []
-    real_load = torch.load
-
-    def counted(*args, **kwargs):
-        loads.append(args[0] if args else kwargs.get("f"))
-        return real_load(*args, **kwargs)
-
-    monkeypatch.setattr(torch, "load", counted)
     run_in_process("test", "--ckpt_path", str(checkpoint), "--run_dir", str(tmp_path / "once"))
-    assert len(loads) == 1, loads
-    monkeypatch.setattr(torch, "load", real_load)
+    assert torch_loads == [checkpoint], torch_loads
     from tacred.training import evaluate
 
     metrics = json.loads((tmp_path / "once" / "test_metrics.json").read_text())
     assert abs(metrics["f1"] - evaluate(checkpoint, "test").score().f1) < 1e-9
+
+
+def test_tacred_predict_validate_and_a_run_folder_read_the_checkpoint_once(checkpoint, tmp_path, torch_loads) -> None:
+    from tests.conftest import run_in_process
+
+    run_in_process("predict", "--ckpt_path", str(checkpoint), "--run_dir", str(tmp_path / "predict"))
+    assert (tmp_path / "predict" / "predictions.jsonl").is_file() and torch_loads == [checkpoint], torch_loads
+    run_in_process("validate", "--ckpt_path", str(checkpoint), "--run_dir", str(tmp_path / "validate"))
+    assert torch_loads == [checkpoint] * 2, torch_loads
+    run_in_process("test", "--ckpt_path", str(checkpoint.parent.parent), "--run_dir", str(tmp_path / "folder"))
+    assert len(torch_loads) == 3 and torch_loads[2].name == "best.ckpt", torch_loads
+
+
+def test_evaluate_and_load_model_read_the_checkpoint_once(checkpoint, torch_loads) -> None:
+    import json
+
+    from tacred import load_model
+    from tacred.training import evaluate
+
+    evaluate(checkpoint, "test")
+    assert torch_loads == [checkpoint], torch_loads
+    example = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text())[0]
+    load_model(checkpoint, device="cpu").predict(example)
+    assert torch_loads == [checkpoint] * 2, torch_loads
 
 
 def test_a_split_file_on_the_command_line_is_relative_to_the_current_folder(checkpoint, tmp_path, monkeypatch) -> None:
