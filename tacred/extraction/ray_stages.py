@@ -15,7 +15,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,24 @@ class _Raw(io.RawIOBase):
         return len(data)
 
 
+_FETCHED: dict[str, Any] = {}
+
+
+def _fetched(ref: Any, build: Callable[[Any], Any]) -> Any:
+    """``build(ray.get(ref))``, once per worker process (a read task reads many files)."""
+    if ref.hex() not in _FETCHED:
+        _FETCHED[ref.hex()] = build(ray.get(ref))
+    return _FETCHED[ref.hex()]
+
+
+def _by_file(keys: Any) -> dict[int, set[int]]:
+    """Finished blocks by file, from the (N,) int64 keys ``file << 32 | block``."""
+    found: dict[int, set[int]] = {}
+    for key in keys.tolist():
+        found.setdefault(key >> 32, set()).add(key & 0xFFFFFFFF)
+    return found
+
+
 class DocumentBlocks(FileBasedDatasource):
     """A Ray Data reader of the sources: each read task streams its files and yields one row per block of documents
     that is not done yet (``done``: the ``(file, block)`` keys of finished blocks, an object in Ray's store). Lines
@@ -88,19 +106,17 @@ class DocumentBlocks(FileBasedDatasource):
     def __init__(self, files: dict[str, SourceFile], *, chunk_size: int, max_chars: int, text_column: str,
                  id_column: str, done: Any) -> None:
         super().__init__(list(files))
-        self.files, self.chunk_size, self.max_chars = files, chunk_size, max_chars
+        # in Ray's object store, not in every read task: a corpus may have millions of files
+        self.files, self.chunk_size, self.max_chars = ray.put(files), chunk_size, max_chars
         self.text_column, self.id_column, self.done = text_column, id_column, done
 
     def _open_input_source(self, filesystem: Any, path: str, **open_args: Any) -> Any:
         return filesystem.open_input_file(path)  # random access: Parquet, and a text file's size before reading it
 
-    def _finished(self, file: int) -> set[int]:
-        keys = ray.get(self.done)  # (N,) int64, file << 32 | block, shared by every read task on a node
-        return set((keys[(keys >> 32) == file] & 0xFFFFFFFF).tolist())
-
     def _read_stream(self, f: Any, path: str) -> Iterator[Block]:
-        source = self.files.get(path) or self.files[os.path.abspath(path)]
-        finished = self._finished(source.index)
+        files, finished = _fetched(self.files, dict), _fetched(self.done, _by_file)
+        source = files.get(path) or files[os.path.abspath(path)]
+        finished = finished.get(source.index, set())
         for block, items in self._blocks(f, source, finished):
             rows = [{"id": d.id, "text": d.text, "source": None, "reason": None} if isinstance(d, Document)
                     else {"id": d.id, "text": None, "source": d.source, "reason": d.reason} for d in items]

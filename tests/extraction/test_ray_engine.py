@@ -320,6 +320,9 @@ def test_a_two_node_ray_run_survives_a_killed_node_and_a_killed_driver_with_ever
         assert (on_ray / name).read_bytes() == (single / name).read_bytes(), name
     assert sorted(recorded_documents(on_ray)) == sorted(recorded_documents(single))  # every document once
     assert done_count(on_ray) == blocks
+    loaded = run_in_process("kb", str(on_ray), "--db", str(tmp_path / "kb.duckdb"), "--query",
+                            "SELECT count(*) AS n FROM mentions")  # the knowledge base reads the folder as it is
+    assert json.loads(loaded.stdout.splitlines()[-1]) == {"n": len(expected)}
     # the model and spaCy are loaded once per actor: the two actors, and at most the killed one started again
     started_actors = loads(on_ray)
     assert len({(a["actor"], a["pid"]) for a in started_actors}) == len(started_actors)
