@@ -127,6 +127,9 @@ def run_on_ray(settings: ExtractorSettings, sources: Sequence[str], sink: ShardS
     todo = {path: SourceFile(index, name, kind) for index, (path, name, kind) in enumerate(files)
             if not (kind == "text" and (index, 0) in done)}  # a one-document file that is done is not even opened
     if todo:
+        # every row (a block of documents) its own Ray block, from the reader to the writer: Ray would otherwise
+        # merge rows up to 128 MiB, so that one actor task took a whole file and its records came at its end
+        ray.data.DataContext.get_current().target_max_block_size = 1
         actors, threads = pool_size(cpus, node_cpus, workers, settings.num_threads)
         keys = np.array(sorted(f << 32 | b for f, b in done), dtype=np.int64)
         reader = DocumentBlocks(todo, chunk_size=chunk_size, max_chars=settings.max_chars, text_column=text_column,

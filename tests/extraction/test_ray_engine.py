@@ -295,8 +295,11 @@ def test_a_two_node_ray_run_survives_a_killed_node_and_a_killed_driver_with_ever
                                "--address", cluster.address, "--workers", "2"],
                               cwd=REPO, env=cluster.env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        # the worker node's actor is up and a block has been finished since: it is in the middle of its work
+        # both actors have loaded the model (one on each node), and a block has been finished since: the worker
+        # node's actor is in the middle of its work
         wait_for("an actor on the worker node", lambda: map_workers(cluster.worker), 120)
+        wait_for("both actors to load the model", lambda: (on_ray / "actors.log").is_file()
+                 and len(loads(on_ray)) >= 2, 120)
         before = done_count(on_ray)
         wait_for("a block finished with both actors up", lambda: done_count(on_ray) > before, 60, 0.05)
         killed = [cluster.worker.pid, *descendants(cluster.worker.pid)]
@@ -344,7 +347,7 @@ def test_a_two_node_ray_run_survives_a_killed_node_and_a_killed_driver_with_ever
     with open(tmp_path / "first.log", "w") as first:
         driver = subprocess.Popen(command, cwd=REPO, env=cluster.env, stdout=first, stderr=subprocess.STDOUT)
         try:
-            wait_for("three blocks done", lambda: done_count(resumed) >= 3, 150, 0.05)
+            wait_for("five blocks done", lambda: done_count(resumed) >= 5, 150, 0.02)
             driver.kill()
         finally:
             driver.kill()
@@ -379,6 +382,11 @@ def test_the_ray_engine_refuses_an_address_alone_no_cluster_standard_input_and_n
     expected = (f"no Ray cluster answers at 127.0.0.1:{port} (Connection refused)" if _importable("ray.data")
                 else "Ray is not installed")
     assert ran.status == 2 and expected in ran.stderr.strip().splitlines()[-1], ran.stderr
+    # the folder records its engine (the engines name their shards differently): the local engine refuses it
+    assert json.loads((tmp_path / "out" / "extract.json").read_text())["engine"] == "ray"
+    ran = run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), "--output", str(tmp_path / "out"),
+                         check=False)
+    assert ran.status == 2 and "differs in engine" in ran.stderr, ran.stderr
 
 
 def test_the_actor_pool_uses_every_cpu_of_the_cluster_by_default():
