@@ -65,9 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch_size", type=int, default=50, help="pairs per forward pass (default 50)")
     p.add_argument("--max_tokens", type=int, default=512, help="longer sentences are skipped (default 512)")
     p.add_argument("--num_threads", type=int, default=None,
-                   help="torch CPU threads per worker (default: the CPUs shared out among the workers: this "
-                        "machine's, or with --engine ray the cluster's, at most one node's, and 1 when --workers is "
-                        "not given; a Ray actor reserves as many CPUs as it has threads)")
+                   help="torch CPU threads per worker (default: this machine's cores shared out among the "
+                        "workers; with --engine ray: 1, one actor per CPU of the cluster, or with --workers the "
+                        "cluster's CPUs shared out, at most one node's; a Ray actor reserves as many CPUs as threads)")
     return p
 
 
