@@ -23,9 +23,11 @@ once as R(subject, object) (evidence: both orders, averaged). Relation signature
 per:/org: relations, else type pairs learned in training with support) drop pairs and relations that the
 arguments' types rule out (--no_signatures keeps them). Bad documents (undecodable, binary,
 longer than --max_chars) are skipped and reported. With --output DIR the run is resumable: run the same command
-again after an interruption; DIR gets parts/, done/, bad.jsonl and summary.json. --engine ray extracts the same
-chunks on Ray Data actors (a local Ray, or the cluster at --address; pip install 'tacred[ray]'): the output is the
-same as a local run's, and a run may be resumed with either engine."""
+again after an interruption; DIR gets parts/, done/, bad.jsonl and summary.json. --engine ray runs one Ray Data
+pipeline (a local Ray, or the cluster at --address; pip install 'tacred[ray]'): Ray reads the files, a pool of
+actors (each loading the model and spaCy once) extracts them block by block, and Ray writes each block's mentions
+into --output DIR (required; sources and DIR on storage every node sees); the same mentions as a local run, shards
+named per input file and block (parts/part-FILE-BLOCK.*), resumed by the same command with --engine ray."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="longer documents are skipped and reported (default 1000000)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes, each with its own model and spaCy (default 1; with --engine ray: Ray actors, "
-                        "default one per CPU of the cluster)")
+                        "default the cluster's CPUs / --num_threads)")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
                    help="local: this machine's processes (default); ray: Ray Data actors on a local Ray or a cluster")
     p.add_argument("--address", default=None,
@@ -63,7 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spacy_model", default=None, help="spaCy pipeline (default: the installed English model)")
     p.add_argument("--batch_size", type=int, default=50, help="pairs per forward pass (default 50)")
     p.add_argument("--max_tokens", type=int, default=512, help="longer sentences are skipped (default 512)")
-    p.add_argument("--num_threads", type=int, default=None, help="torch CPU threads (per worker)")
+    p.add_argument("--num_threads", type=int, default=None,
+                   help="torch CPU threads per worker (default: this machine's cores shared out among the "
+                        "workers; with --engine ray: 1, one actor per CPU of the cluster, or with --workers the "
+                        "cluster's CPUs shared out, at most one node's; a Ray actor reserves as many CPUs as threads)")
     return p
 
 
@@ -82,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         check_sources(args.sources)
         if args.address is not None and args.engine != "ray":
             raise ConfigError("--address is the Ray cluster of --engine ray; add --engine ray")
+        if args.engine == "ray" and args.output is None:
+            raise ConfigError("--engine ray writes its shards into a folder: add --output DIR (on storage every "
+                              "node of the cluster sees)")
+        if args.engine == "ray" and "-" in args.sources:
+            raise ConfigError("--engine ray reads files, not standard input (-): save the input to a file, or leave "
+                              "out --engine ray")
     except (TacredError, InputFormatError) as err:
         print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
         return 2
@@ -94,8 +105,10 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
 
     keys = ("input_format", "lines", "text_column", "id_column", "max_chars", "chunk_size", "no_signatures",
             "max_pairs", "threshold", "max_tokens", "spacy_model", "format")
+    # the engines name their shards differently (by chunk; by file and block), so a folder is resumed by its own
+    engine = {"engine": "ray"} if args.engine == "ray" else {}
     return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
-            "ckpt_path": os.path.abspath(args.ckpt_path), **{k: getattr(args, k) for k in keys}}
+            "ckpt_path": os.path.abspath(args.ckpt_path), **{k: getattr(args, k) for k in keys}, **engine}
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -107,7 +120,7 @@ def _extract(args: argparse.Namespace) -> int:
     from tacred.extraction.output import OutputFolderError, ShardSink, StdoutSink
     from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
     from tacred.extraction.progress import Progress, count_documents
-    from tacred.extraction.ray_engine import RayEngineError
+    from tacred.extraction.ray_engine import RayEngineError, RayPipelineError
     from tacred.extraction.runner import run_extraction
     from tacred.training.quiet import tacred_log_lines
 
@@ -120,20 +133,25 @@ def _extract(args: argparse.Namespace) -> int:
             sink = StdoutSink() if args.output is None else ShardSink(args.output, args.format, manifest(args))
             # loaded here even with workers (then dropped): a bad checkpoint or spaCy model is an error up front
             extractor = DocumentExtractor(settings)
-            done = sink.done_chunks()
-            total = count_documents(args.sources, args.input_format, args.lines) if sys.stderr.isatty() else None
-            progress = Progress(total, done=min(len(done) * args.chunk_size, total or 0))
-            documents = read_documents(args.sources, text_column=args.text_column, id_column=args.id_column,
-                                       fmt=args.input_format, lines=args.lines, max_chars=args.max_chars)
-            if args.engine == "ray":
+            if args.engine == "ray":  # the driver lists the files; Ray reads them (Ray Data's progress bars)
                 from tacred.extraction.ray_engine import run_on_ray
 
                 del extractor  # each actor loads its own
-                totals = run_on_ray(settings, documents, sink, args.chunk_size, progress, args.address, args.workers)
+                totals = run_on_ray(settings, args.sources, sink, fmt=args.input_format, lines=args.lines,
+                                    text_column=args.text_column, id_column=args.id_column,
+                                    chunk_size=args.chunk_size, address=args.address, workers=args.workers)
             else:
+                done = sink.done_chunks()
+                total = count_documents(args.sources, args.input_format, args.lines) if sys.stderr.isatty() else None
+                progress = Progress(total, done=min(len(done) * args.chunk_size, total or 0))
+                documents = read_documents(args.sources, text_column=args.text_column, id_column=args.id_column,
+                                           fmt=args.input_format, lines=args.lines, max_chars=args.max_chars)
                 workers = args.workers or 1
                 totals = run_extraction(settings, documents, sink, workers, args.chunk_size, progress,
                                         extractor if workers == 1 else None)
+        except RayPipelineError as err:
+            print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
+            return 1
         except (SpacyModelError, TacredError, FileNotFoundError, InputFormatError, OutputFolderError,
                 RayEngineError) as err:
             print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)

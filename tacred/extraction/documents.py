@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MAX_CHARS = 1_000_000  # spaCy's own default limit on one text
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -64,50 +65,62 @@ def _checked(text: str, ident: str, source: str, max_chars: int) -> Document | B
 def _lines(stream: Iterable[bytes], name: str, max_chars: int) -> Iterator[Document | BadDocument]:
     """One document per non-blank line, id ``NAME:LINE`` (counted from 1)."""
     for n, raw in enumerate(stream, start=1):
-        line = raw.rstrip(b"\r\n")
-        if line.strip():
-            yield checked_text(line, f"{name}:{n}", f"{name}, line {n}", max_chars)
+        if raw.strip():
+            yield line_document(raw, n, name, max_chars)
+
+
+def line_document(raw: bytes, n: int, name: str, max_chars: int) -> Document | BadDocument:
+    """Non-blank line ``n`` of a text file as a document, id ``NAME:LINE``."""
+    return checked_text(raw.rstrip(b"\r\n"), f"{name}:{n}", f"{name}, line {n}", max_chars)
 
 
 def _jsonl(stream: Iterable[bytes], name: str, max_chars: int, text_column: str,
            id_column: str) -> Iterator[Document | BadDocument]:
-    """One document per JSON object line: ``text_column`` its text, ``id_column`` its id (default ``NAME:LINE``)."""
+    """One document per JSON object line (see :func:`jsonl_document`)."""
     for n, raw in enumerate(stream, start=1):
-        if not raw.strip():
-            continue
-        where, ident = f"{name}, line {n}", f"{name}:{n}"
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-            yield BadDocument(ident, where, f"not a JSON line ({type(err).__name__}: {str(err)[:120]})")
-            continue
-        if not isinstance(record, dict):
-            yield BadDocument(ident, where, f"a JSON {type(record).__name__}, not an object")
-            continue
-        if record.get(id_column) is not None:
-            ident = str(record[id_column])
-        text = record.get(text_column)
-        if not isinstance(text, str):
-            found = "no" if text_column not in record else f"a {type(text).__name__} as its"
-            yield BadDocument(ident, where, f"{found} {text_column!r} string")
-            continue
-        if "\x00" in text:
-            yield BadDocument(ident, where, "binary data (a NUL character)")
-            continue
-        yield _checked(text, ident, where, max_chars)
+        if raw.strip():
+            yield jsonl_document(raw, n, name, max_chars, text_column, id_column)
+
+
+def jsonl_document(raw: bytes, n: int, name: str, max_chars: int, text_column: str,
+                   id_column: str) -> Document | BadDocument:
+    """Non-blank line ``n`` of a JSON Lines file: ``text_column`` its text, ``id_column`` its id (default
+    ``NAME:LINE``)."""
+    where, ident = f"{name}, line {n}", f"{name}:{n}"
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        return BadDocument(ident, where, f"not a JSON line ({type(err).__name__}: {str(err)[:120]})")
+    if not isinstance(record, dict):
+        return BadDocument(ident, where, f"a JSON {type(record).__name__}, not an object")
+    if record.get(id_column) is not None:
+        ident = str(record[id_column])
+    text = record.get(text_column)
+    if not isinstance(text, str):
+        found = "no" if text_column not in record else f"a {type(text).__name__} as its"
+        return BadDocument(ident, where, f"{found} {text_column!r} string")
+    if "\x00" in text:
+        return BadDocument(ident, where, "binary data (a NUL character)")
+    return _checked(text, ident, where, max_chars)
 
 
 def _parquet(path: Path, max_chars: int, text_column: str, id_column: str) -> Iterator[Document | BadDocument]:
-    """One document per row, read in batches; rows without an id get ``FILE:ROW`` (counted from 0)."""
+    yield from parquet_documents(path, str(path), max_chars, text_column, id_column)
+
+
+def parquet_documents(source: Any, name: str, max_chars: int, text_column: str,
+                      id_column: str) -> Iterator[Document | BadDocument]:
+    """One document per row of the Parquet file ``source`` (a path or an open file), read in batches; rows without
+    an id get ``NAME:ROW`` (counted from 0)."""
     import pyarrow.parquet as pq
 
     try:
-        table = pq.ParquetFile(path)
+        table = pq.ParquetFile(source)
     except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not Parquet
-        raise InputFormatError(f"{path}: not a Parquet file ({type(err).__name__}: {err})") from None
+        raise InputFormatError(f"{name}: not a Parquet file ({type(err).__name__}: {err})") from None
     columns = set(table.schema_arrow.names)
     if text_column not in columns:
-        raise InputFormatError(f"{path}: no column {text_column!r} (it has {', '.join(sorted(columns))}; "
+        raise InputFormatError(f"{name}: no column {text_column!r} (it has {', '.join(sorted(columns))}; "
                                "--text_column names it)")
     wanted = [text_column] + ([id_column] if id_column in columns else [])
     row = 0
@@ -115,15 +128,15 @@ def _parquet(path: Path, max_chars: int, text_column: str, id_column: str) -> It
         texts = batch.column(text_column).to_pylist()
         ids = batch.column(id_column).to_pylist() if id_column in columns else [None] * len(texts)
         for text, ident in zip(texts, ids, strict=True):
-            name = f"{path}:{row}" if ident is None else str(ident)
-            where = f"{path}, row {row}"
+            ident = f"{name}:{row}" if ident is None else str(ident)
+            where = f"{name}, row {row}"
             row += 1
             if not isinstance(text, str):
-                yield BadDocument(name, where, f"its {text_column!r} is {'null' if text is None else 'not a string'}")
+                yield BadDocument(ident, where, f"its {text_column!r} is {'null' if text is None else 'not a string'}")
             elif "\x00" in text:
-                yield BadDocument(name, where, "binary data (a NUL character)")
+                yield BadDocument(ident, where, "binary data (a NUL character)")
             else:
-                yield _checked(text, name, where, max_chars)
+                yield _checked(text, ident, where, max_chars)
 
 
 def format_of(path: Path, fmt: str, lines: bool = False) -> str:
@@ -149,11 +162,16 @@ def _file(path: Path, fmt: str, lines: bool, max_chars: int, text_column: str,
             yield from _jsonl(stream, str(path), max_chars, text_column, id_column)
         elif kind == "lines":
             yield from _lines(stream, str(path), max_chars)
-        elif path.stat().st_size > 4 * max_chars:  # more bytes than max_chars characters can take: not read
-            yield BadDocument(str(path), str(path), f"{path.stat().st_size:,} bytes, more than {max_chars:,} "
-                                                    "characters can take (--max_chars)")
         else:
-            yield checked_text(stream.read(), str(path), str(path), max_chars)
+            yield file_document(stream, path.stat().st_size, str(path), max_chars)
+
+
+def file_document(stream: Any, size: int, name: str, max_chars: int) -> Document | BadDocument:
+    """A whole text file of ``size`` bytes as one document (id ``NAME``); one with more bytes than ``max_chars``
+    characters can take is not read."""
+    if size > 4 * max_chars:
+        return BadDocument(name, name, f"{size:,} bytes, more than {max_chars:,} characters can take (--max_chars)")
+    return checked_text(stream.read(), name, name, max_chars)
 
 
 def folder_files(source: Path) -> list[Path]:

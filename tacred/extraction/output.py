@@ -163,20 +163,7 @@ class ShardSink:
         return {int(p.stem.removeprefix("part-")) for p in self.done.glob("part-*.json")}
 
     def write(self, done: ChunkResult) -> None:
-        name = f"part-{done.index:08d}"
-        mentions = list(done.mentions)
-        if mentions:
-            shard = self.parts / f"{name}.{self.fmt}"
-            if self.fmt == "parquet":
-                from tacred.extraction.parquet_shards import write_parquet_shard
-
-                write_parquet_shard(shard, mentions)
-            else:
-                write_text_atomic(shard, "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in mentions))
-        record = {"documents": [r.doc_id for r in done.results], "sentences": sum(r.sentences for r in done.results),
-                  "pairs": sum(r.pairs for r in done.results), "relations": len(mentions),
-                  "bad": [asdict(b) for b in done.bad]}
-        write_text_atomic(self.done / f"{name}.json", json.dumps(record, ensure_ascii=False))
+        write_chunk(self.folder, self.fmt, f"part-{done.index:08d}", done)
 
     def finish(self) -> Totals:
         """Totals over every finished chunk; ``bad.jsonl`` and ``summary.json`` written from them."""
@@ -192,6 +179,24 @@ class ShardSink:
                                                              for b in totals.bad))
         write_text_atomic(self.folder / "summary.json", json.dumps(totals.summary(), indent=1) + "\n")
         return totals
+
+
+def write_chunk(folder: Path, fmt: str, name: str, done: ChunkResult) -> None:
+    """A finished chunk into an output folder: its mentions to ``parts/NAME.FMT`` (none: no file), then the record
+    ``done/NAME.json``, each atomically (the Ray engine's writers call this too, under their own names)."""
+    mentions = list(done.mentions)
+    if mentions:
+        shard = folder / "parts" / f"{name}.{fmt}"
+        if fmt == "parquet":
+            from tacred.extraction.parquet_shards import write_parquet_shard
+
+            write_parquet_shard(shard, mentions)
+        else:
+            write_text_atomic(shard, "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in mentions))
+    record = {"documents": [r.doc_id for r in done.results], "sentences": sum(r.sentences for r in done.results),
+              "pairs": sum(r.pairs for r in done.results), "relations": len(mentions),
+              "bad": [asdict(b) for b in done.bad]}
+    write_text_atomic(folder / "done" / f"{name}.json", json.dumps(record, ensure_ascii=False))
 
 
 def read_mentions(folder: str | Path) -> Iterator[dict[str, Any]]:

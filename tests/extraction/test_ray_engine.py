@@ -1,7 +1,9 @@
 """``tacred extract --engine ray`` on a real two-node Ray cluster on 127.0.0.1 (a head and a worker node started with
-``ray start``, one CPU each): the worker node is SIGKILLed in the middle of the run, and the output folder still equals
-a single-process run's byte for byte (every chunk once, none missing). ``make test-scale`` installs ``tacred[ray]``;
-elsewhere the test is skipped when Ray is missing."""
+``ray start``, one CPU each): the worker node is SIGKILLed in the middle of the run, and the run still writes every
+mention of a single-process run once, none missing; a driver SIGKILLed mid-run is resumed by the same command, again
+every mention once. The driver lists the corpus and never reads it (it is guarded, and the corpus is larger than the
+driver's memory grows), and each actor loads the model once. ``make test-scale`` installs ``tacred[ray]``; elsewhere
+the tests are skipped when Ray is missing."""
 
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ from tests.conftest import REPO, free_port, run_in_process
 NODE = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats",
         "--node-ip-address", "127.0.0.1"]
 CHUNK = "4"
+# relations for every candidate pair of the tiny test model, so that there are mentions to count
+EXTRACT = ["--chunk_size", CHUNK, "--threshold", "0", "--no_signatures"]
+LONG_LINES, LONG_CHARS = 150, 1_400_000  # long.jsonl: 210 MB of documents over --max_chars, read and skipped
 PEOPLE = ["Maria Lopez", "John Smith", "Barack Obama", "Satya Nadella", "Anna Berg", "Li Wei"]
 ORGS = ["Acme Holdings", "Globex Corp", "Initech", "Microsoft", "the University of Chicago"]
 PLACES = ["Chicago", "Seattle", "Hawaii", "Berlin", "Austin"]
@@ -179,37 +184,131 @@ def map_workers(start: subprocess.Popen) -> list[int]:
     return found
 
 
+# The driver of a Ray run, guarded (argv: corpus folder, report file, then `tacred extract`'s arguments): opening any
+# file of the corpus raises (an audit hook sees every open of Python code), the functions that read documents raise,
+# and the driver's peak memory is noted once Ray is up and at the end. The actors read the corpus in their own
+# processes, where nothing is guarded.
+GUARDED_DRIVER = r"""
+import json, os, sys
+corpus, report_path = os.path.realpath(sys.argv[1]), sys.argv[2]
+report = {"opened": [], "called": []}
+
+def peak_kb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+def hook(event, args):
+    if event == "open" and args and isinstance(args[0], (str, bytes)):
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if path == corpus or path.startswith(corpus + os.sep):
+            report["opened"].append(path)
+            raise PermissionError(f"the driver opened {path}")
+
+sys.addaudithook(hook)
+import tacred.extraction.documents as documents
+import tacred.extraction.progress as progress
+import tacred.extraction.ray_engine as engine
+
+def refuse(name):
+    def guarded(*args, **kwargs):
+        report["called"].append(name)
+        raise AssertionError(f"the driver called {name}")
+    return guarded
+
+for name in ("read_documents", "checked_text", "line_document", "jsonl_document", "parquet_documents",
+             "file_document"):
+    setattr(documents, name, refuse(name))
+progress.count_documents = refuse("count_documents")
+connect = engine.connect
+
+def measured(address):
+    found = connect(address)
+    report["peak_kb_connected"] = peak_kb()
+    return found
+
+engine.connect = measured
+from tacred.cli import main
+try:
+    status = main(["extract", *sys.argv[3:]])
+finally:
+    report["peak_kb_end"] = peak_kb()
+    with open(report_path, "w") as out:
+        json.dump(report, out)
+sys.exit(status)
+"""
+
+
+def write_long(path: Path) -> int:
+    """Documents longer than --max_chars: each is read and parsed where Ray reads, then skipped; the file's size."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(LONG_LINES):
+            out.write(json.dumps({"id": f"long-{i:03d}", "text": "word " * (LONG_CHARS // 5)}) + "\n")
+    return path.stat().st_size
+
+
+def mentions(folder: Path) -> list[dict]:
+    from tacred.extraction.output import read_mentions
+
+    return list(read_mentions(folder))
+
+
+def recorded_documents(folder: Path) -> list[str]:
+    """Every document of the folder's records (extracted or skipped), one entry per time it was recorded."""
+    found = []
+    for record in sorted((folder / "done").glob("*.json")):
+        data = json.loads(record.read_text())
+        found += data["documents"] + [bad["id"] for bad in data["bad"]]
+    return found
+
+
+def loads(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "actors.log").read_text().splitlines()]
+
+
+def done_count(folder: Path) -> int:
+    return len(list((folder / "done").glob("*.json"))) if (folder / "done").is_dir() else 0
+
+
 @pytest.mark.slow
 @pytest.mark.scale
-def test_a_two_node_ray_run_whose_worker_node_is_killed_equals_the_single_process_run(
+def test_a_two_node_ray_run_survives_a_killed_node_and_a_killed_driver_with_every_mention_once(
         cluster: Cluster, checkpoint: Path, tmp_path: Path) -> None:
-    corpus = write_corpus(tmp_path / "corpus.jsonl", 600)
-    chunks = -(-602 // int(CHUNK))
-    common = [str(corpus), "--ckpt_path", str(checkpoint), "--chunk_size", CHUNK]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    news = write_corpus(corpus / "news.jsonl", 600)
+    long_bytes = write_long(corpus / "long.jsonl")
+    blocks = -(-602 // int(CHUNK)) + -(-LONG_LINES // int(CHUNK))
     single = tmp_path / "single"
     begun = time.monotonic()
-    run_in_process("extract", *common, "--output", str(single), "--num_threads", "1")
+    run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), *EXTRACT, "--output", str(single),
+                   "--num_threads", "1")
     print(f"single process: {time.monotonic() - begun:.0f} s")
+    expected = mentions(single)
+    assert len(expected) > 1000
 
-    on_ray = tmp_path / "ray"
+    # 1. two actors on two nodes; the worker node is SIGKILLed in the middle of the run
+    on_ray, report = tmp_path / "ray", tmp_path / "driver.json"
     log = open(tmp_path / "extract.log", "w")  # noqa: SIM115 - closed below
     started = time.monotonic()
-    driver = subprocess.Popen([sys.executable, "-m", "tacred", "extract", *common, "--output", str(on_ray),
-                               "--engine", "ray", "--address", cluster.address, "--workers", "2"],
+    driver = subprocess.Popen([sys.executable, "-c", GUARDED_DRIVER, str(corpus), str(report), str(corpus),
+                               "--ckpt_path", str(checkpoint), *EXTRACT, "--output", str(on_ray), "--engine", "ray",
+                               "--address", cluster.address, "--workers", "2"],
                               cwd=REPO, env=cluster.env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        done = on_ray / "done"
-        # the worker node's actor is up and a chunk has been finished since: it is in the middle of its work
+        # both actors have loaded the model (one on each node), and a block has been finished since: the worker
+        # node's actor is in the middle of its work
         wait_for("an actor on the worker node", lambda: map_workers(cluster.worker), 120)
-        before = len(list(done.glob("*.json"))) if done.is_dir() else 0
-        wait_for("a chunk finished with both actors up", lambda: len(list(done.glob("*.json"))) > before, 60, 0.05)
+        wait_for("both actors to load the model", lambda: (on_ray / "actors.log").is_file()
+                 and len(loads(on_ray)) >= 2, 120)
+        before = done_count(on_ray)
+        wait_for("a block finished with both actors up", lambda: done_count(on_ray) > before, 60, 0.05)
         killed = [cluster.worker.pid, *descendants(cluster.worker.pid)]
-        at_kill = len(list(done.glob("*.json")))
+        at_kill = done_count(on_ray)
         for pid in killed:  # the whole node at once: ray start, raylet, its agents and its actor
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        assert at_kill < chunks, "the run ended before the worker node was killed"
-        assert driver.wait(timeout=150) == 0, (tmp_path / "extract.log").read_text()[-3000:]
+        assert at_kill < blocks, "the run ended before the worker node was killed"
+        assert driver.wait(timeout=180) == 0, (tmp_path / "extract.log").read_text()[-3000:]
     finally:
         if driver.poll() is None:
             driver.kill()
@@ -217,43 +316,120 @@ def test_a_two_node_ray_run_whose_worker_node_is_killed_equals_the_single_proces
         log.close()
     assert wait_for("the worker node's processes to end", lambda: not any(
         Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in killed), 15)
-    assert files(on_ray) == files(single), "the Ray run's output differs from the single-process run's"
-    summary = json.loads((on_ray / "summary.json").read_text())
-    assert (summary["documents"], summary["skipped"]) == (601, 1)  # the empty document counts; the binary one not
-    assert [json.loads(line)["id"] for line in (on_ray / "bad.jsonl").read_text().splitlines()] == ["binary"]
-    print(f"ray: worker node killed with {at_kill} of {chunks} chunks done; {time.monotonic() - started:.0f} s "
+    print(f"ray: worker node killed with {at_kill} of {blocks} blocks done; {time.monotonic() - started:.0f} s "
           f"from the driver's start to its end")
-    assert len(list((on_ray / "done").glob("*.json"))) == chunks
+    assert mentions(on_ray) == expected  # every mention once, in input order
+    for name in ("summary.json", "bad.jsonl"):
+        assert (on_ray / name).read_bytes() == (single / name).read_bytes(), name
+    assert sorted(recorded_documents(on_ray)) == sorted(recorded_documents(single))  # every document once
+    assert done_count(on_ray) == blocks
+    loaded = run_in_process("kb", str(on_ray), "--db", str(tmp_path / "kb.duckdb"), "--query",
+                            "SELECT count(*) AS n FROM mentions")  # the knowledge base reads the folder as it is
+    assert json.loads(loaded.stdout.splitlines()[-1]) == {"n": len(expected)}
+    # the model and spaCy are loaded once per actor: the two actors, and at most the killed one started again
+    started_actors = loads(on_ray)
+    assert len({(a["actor"], a["pid"]) for a in started_actors}) == len(started_actors)
+    assert 2 <= len(started_actors) <= 3 and len({a["node"] for a in started_actors}) >= 2, started_actors
+    # the driver listed the corpus and read none of it
+    guard = json.loads(report.read_text())
+    assert (guard["opened"], guard["called"]) == ([], [])
+    grown = (guard["peak_kb_end"] - guard["peak_kb_connected"]) * 1024
+    print(f"driver: peak memory grew by {grown / 2**20:.0f} MiB during the run; the corpus holds "
+          f"{(long_bytes + news.stat().st_size) / 2**20:.0f} MiB")
+    assert grown < long_bytes / 4
+
+    # 2. the driver is SIGKILLed in the middle of a run on the surviving node; the same command resumes it
+    ids = {json.loads(line)["id"] for line in news.read_text().splitlines()}
+    news_blocks = -(-602 // int(CHUNK))
+    resumed = tmp_path / "resumed"
+    command = [sys.executable, "-m", "tacred", "extract", str(news), "--ckpt_path", str(checkpoint), *EXTRACT,
+               "--output", str(resumed), "--engine", "ray", "--address", cluster.address, "--workers", "1"]
+    with open(tmp_path / "first.log", "w") as first:
+        driver = subprocess.Popen(command, cwd=REPO, env=cluster.env, stdout=first, stderr=subprocess.STDOUT)
+        try:
+            wait_for("five blocks done", lambda: done_count(resumed) >= 5, 150, 0.02)
+            driver.kill()
+        finally:
+            driver.kill()
+            driver.wait()
+    finished = {p.name: p.stat().st_mtime_ns for p in (resumed / "done").glob("*.json")}
+    assert len(finished) < news_blocks, "the first run ended before its driver was killed"
+    again = subprocess.run(command, cwd=REPO, env=cluster.env, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert mentions(resumed) == [m for m in expected if m["doc_id"] in ids]
+    assert sorted(recorded_documents(resumed)) == sorted(ids) and done_count(resumed) == news_blocks
+    # the blocks the killed run finished were skipped, not done again; one model load for each run's one actor
+    assert {name: (resumed / "done" / name).stat().st_mtime_ns for name in finished} == finished
+    assert len(loads(resumed)) == 2
+    print(f"resumed: driver killed with {len(finished)} of {news_blocks} blocks done")
 
 
-def test_an_address_without_the_ray_engine_or_with_no_cluster_is_a_one_line_error(checkpoint, tmp_path):
+def test_the_ray_engine_refuses_an_address_alone_no_cluster_standard_input_and_no_output_folder_in_one_line(
+        checkpoint, tmp_path):
     corpus = write_corpus(tmp_path / "corpus.jsonl", 3)
     ran = run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), "--address", "127.0.0.1:6379",
                          check=False)
     assert (ran.status, ran.stderr.strip().splitlines()[-1]) == (
         2, "tacred extract: error: --address is the Ray cluster of --engine ray; add --engine ray")
+    for given, message in ((["-", "--output", str(tmp_path / "o")], "--engine ray reads files, not standard input"),
+                           ([str(corpus)], "--engine ray writes its shards into a folder: add --output DIR")):
+        ran = run_in_process("extract", *given, "--ckpt_path", str(checkpoint), "--engine", "ray", check=False)
+        assert ran.status == 2 and ran.stderr.strip().splitlines()[-1].startswith(
+            f"tacred extract: error: {message}"), ran.stderr
     port = free_port()  # nothing listens there
     ran = run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), "--engine", "ray", "--address",
                          f"127.0.0.1:{port}", "--output", str(tmp_path / "out"), check=False)
     expected = (f"no Ray cluster answers at 127.0.0.1:{port} (Connection refused)" if _importable("ray.data")
                 else "Ray is not installed")
     assert ran.status == 2 and expected in ran.stderr.strip().splitlines()[-1], ran.stderr
+    # the folder records its engine (the engines name their shards differently): the local engine refuses it
+    assert json.loads((tmp_path / "out" / "extract.json").read_text())["engine"] == "ray"
+    ran = run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), "--output", str(tmp_path / "out"),
+                         check=False)
+    assert ran.status == 2 and "differs in engine" in ran.stderr, ran.stderr
 
 
-def test_chunks_are_handed_on_once_in_input_order_whatever_order_ray_returns_them():
-    from tacred.extraction.documents import BadDocument, Document
-    from tacred.extraction.output import Chunk
-    from tacred.extraction.ray_engine import RayEngineError, _in_order
+def test_the_actor_pool_uses_every_cpu_of_the_cluster_by_default():
+    from tacred.extraction.ray_engine import pool_size
 
-    chunks = [Chunk(k, [Document(f"d{k}", "text"), BadDocument(f"b{k}", "corpus", "binary data")]) for k in (3, 4, 5)]
+    assert pool_size(8, 4, None, None) == (8, 1)  # one single-threaded actor per CPU
+    assert pool_size(8, 4, 2, None) == (2, 4)  # the CPUs shared out, at most one node's
+    assert pool_size(8, 8, 2, None) == (2, 4)
+    assert pool_size(8, 4, 1, None) == (1, 4)
+    assert pool_size(8, 4, None, 2) == (4, 2)
+    assert pool_size(2, 1, 5, None) == (5, 1)
 
-    def row(k: int) -> dict:
-        return {"index": k, "results": json.dumps([{"doc_id": f"d{k}", "sentences": 1, "pairs": 0, "mentions": [],
-                                                    "error": None}])}
 
-    handed = []
-    _in_order(chunks, [row(5), row(3), row(5), row(4), row(3)], handed.append)  # a retried chunk comes twice
-    assert [(d.index, [r.doc_id for r in d.results], [b.id for b in d.bad]) for d in handed] == [
-        (3, ["d3"], ["b3"]), (4, ["d4"], ["b4"]), (5, ["d5"], ["b5"])]
-    with pytest.raises(RayEngineError, match=r"no result for chunk\(s\) \[4\]"):
-        _in_order(chunks, [row(3), row(5)], lambda done: None)
+@pytest.mark.scale  # Ray is installed for `make test-scale` only
+def test_the_ray_reader_cuts_each_file_into_the_blocks_a_local_run_reads_and_skips_finished_ones(tmp_path):
+    """:class:`DocumentBlocks` (without a cluster) against the local reader, file by file, for every format."""
+    pytest.importorskip("ray.data")
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+    import pyarrow.fs
+    import pyarrow.parquet as pq
+
+    from tacred.extraction.documents import read_documents
+    from tacred.extraction.output import chunked
+    from tacred.extraction.ray_stages import DocumentBlocks, SourceFile
+
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_bytes(b'{"id": "x", "text": "Ann met Bo."}\n\n{"text": "Li is here."}\nnot json\n[1]\n'
+                      b'{"id": 3, "text": 5}\n{"text": "\\u0000"}\r\n{"text": "' + b"long " * 30 + b'"}\n'
+                      b'{"text": "last one"}')
+    lines = tmp_path / "b.txt"
+    lines.write_bytes(b"one\n\n  \n\xff bad\ntwo\r\nthree\nfour\nfive")
+    text = tmp_path / "c.txt"
+    text.write_text("A whole file.\n")
+    parquet = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"text": ["p0", None, "p\x002", "p3", "p4"], "id": [None, "n1", None, "i3", None]}),
+                   parquet, row_group_size=2)
+    reader = SimpleNamespace(chunk_size=3, max_chars=100, text_column="text", id_column="id")
+    for path, kind in ((jsonl, "jsonl"), (lines, "lines"), (text, "text"), (parquet, "parquet")):
+        local = [(c.index, c.items) for c in chunked(read_documents([path], lines=kind == "lines", max_chars=100), 3)]
+        assert local, path
+        for finished in (set(), {1}, {0, 2}):
+            with pyarrow.fs.LocalFileSystem().open_input_file(str(path)) as f:
+                found = list(DocumentBlocks._blocks(reader, f, SourceFile(0, str(path), kind), finished))
+            assert found == [(k, items) for k, items in local if k not in finished], (path, finished)
