@@ -41,7 +41,8 @@ def command_help(module: str) -> str | None:
 def _tools_help() -> str:
     from tacred.commands import COMMANDS
 
-    return "\n".join(f"  {name:<10} {command_help(module) or ''}" for name, module in COMMANDS.items())
+    width = max(10, *(len(name) for name in COMMANDS))
+    return "\n".join(f"  {name:<{width}} {command_help(module) or ''}" for name, module in COMMANDS.items())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ dispatcher in :mod:`tacred.cli` imports a module only when its command is asked 
 # command name -> module under tacred.commands
 COMMANDS: dict[str, str] = {
     "score": "score",
+    "score-extraction": "score_extraction",
     "convert": "convert",
     "annotate": "annotate",
     "patch": "patch",

@@ -1,4 +1,5 @@
-"""``tacred convert``: SemEval-2010 Task 8 or KBP37 release files → TACRED JSON (spaCy), or the synthetic demo corpus."""
+"""``tacred convert``: SemEval-2010 Task 8, KBP37 or CoNLL04 release files → TACRED JSON (spaCy), or the synthetic demo
+corpus."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import sys
 from tacred.commands.parsing import OneLineParser
 from tacred.errors import report
 
-HELP = "Convert public data (SemEval-2010 Task 8, KBP37) or generate the demo corpus in TACRED format."
+HELP = "Convert public data (SemEval-2010 Task 8, KBP37, CoNLL04) or generate the demo corpus in TACRED format."
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="tacred convert", description=HELP)
-    sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,kbp37,synthetic}")
+    sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,kbp37,conll04,synthetic}")
     sem = sub.add_parser(
         "semeval2010", help="SemEval-2010 Task 8 (TRAIN_FILE.TXT, TEST_FILE_FULL.TXT) tokenised by spaCy",
         description="Writes OUT/train.json, dev.json (a seeded sample of the training file), test.json, "
@@ -36,6 +37,18 @@ def build_parser() -> argparse.ArgumentParser:
     kbp.add_argument("--spacy_model", default=None, metavar="NAME",
                      help="spaCy pipeline (default: the first installed en_core_web_* model)")
     kbp.add_argument("--batch_size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
+    con = sub.add_parser(
+        "conll04", help="CoNLL04 in SpERT's layout (conll04_{train,dev,test}.json): every ordered entity pair",
+        description="Writes OUT/train.json, dev.json, test.json (every ordered pair of distinct entities of a "
+                    "sentence: its relation or no_relation; Peop/Org/Loc/Other typed PERSON/ORGANIZATION/LOCATION/"
+                    "MISC), labels.json (6 labels), documents/conll04_<split>.jsonl (the sentences as tacred "
+                    "extract input, for tacred score-extraction), conversion.json and README.",
+    )
+    con.add_argument("src", metavar="SRC", help="folder holding conll04_train.json, conll04_dev.json, conll04_test.json")
+    con.add_argument("out", metavar="OUT", help="output folder")
+    con.add_argument("--spacy_model", default=None, metavar="NAME",
+                     help="spaCy pipeline (default: the first installed en_core_web_* model)")
+    con.add_argument("--batch_size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
     syn = sub.add_parser("synthetic", help="the generated demo corpus (no external data)")
     syn.add_argument("out", metavar="OUT", help="output folder")
     syn.add_argument("--seed", type=int, default=13, help="generator seed (default: 13)")
@@ -64,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.source == "kbp37":
         return _kbp37(args)
+    if args.source == "conll04":
+        return _conll04(args)
     from tacred.data.semeval import SemEvalError, check_release, write_release
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
 
@@ -100,4 +115,23 @@ def _kbp37(args: argparse.Namespace) -> int:
         for row in lost:
             print(f"  {row['file']}, line {row['line']}, id {row['id']}: {row['problem']}", file=sys.stderr)
     print(f"labels {info['labels']} (labels.json)")
+    return 0
+
+
+def _conll04(args: argparse.Namespace) -> int:
+    from tacred.data.conll04 import CoNLL04Error, check_release, write_release
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+
+    try:
+        check_release(args.src)
+        info = write_release(args.src, args.out, nlp=load_spacy(args.spacy_model), batch_size=args.batch_size)
+    except (CoNLL04Error, SpacyModelError, OSError) as err:
+        return report("convert", err)
+    print(f"CoNLL04 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
+    for name in ("train", "dev", "test"):
+        size, positives = info["sizes"][name], info["positives"][name]
+        print(f"{name:5s} {size:6d} examples ({positives} relations, {size - positives} no_relation) from "
+              f"{info['sentences'][name]} sentences ({info['sentences_without_pairs'][name]} with fewer than two "
+              "entities)")
+    print(f"labels {info['labels']} (labels.json); documents for tacred extract in {args.out}/documents/")
     return 0

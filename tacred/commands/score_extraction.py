@@ -1,0 +1,98 @@
+"""``tacred score-extraction GOLD [PRED ...]``: relations that ``tacred extract`` found in raw text, scored strictly
+against CoNLL04 gold sentences (SpERT's layout); optionally the NER of stock spaCy or of a file of entities."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
+
+HELP = "Score relations extracted from raw text against CoNLL04 gold sentences (strict, as SpERT)."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="tacred score-extraction", description=HELP,
+        epilog="GOLD: a CoNLL04 file in SpERT's layout (e.g. ../shared/data/conll04/conll04_test.json). PRED: what "
+               "tacred extract wrote (JSON Lines or Parquet files, or its --output folder) from "
+               "documents/<GOLD's stem>.jsonl of `tacred convert conll04` (ids <stem>-<index>, tokens joined by "
+               "spaces). Strict: both argument spans, both types (extract's types mapped: PERSON -> Peop, "
+               "ORGANIZATION -> Org, LOCATION -> Loc, any other -> Other; spans widened to whole gold tokens) and the relation right, head and tail in "
+               "order; boundaries: types ignored; macro: mean of the relations' P, R and F1. --entities FILE: JSON "
+               "Lines {\"doc_id\", \"entities\": [{\"start\", \"end\", \"type\"}]} (character offsets; CoNLL04, "
+               "spaCy or extract types; spaCy's CARDINAL and ORDINAL are not entities).")
+    parser.add_argument("gold", metavar="GOLD", help="CoNLL04 sentences (SpERT's JSON layout)")
+    parser.add_argument("pred", metavar="PRED", nargs="*", help="mention files or folders written by tacred extract")
+    parser.add_argument("--spacy_ner", metavar="MODEL", default=None,
+                        help="also score the entities this spaCy pipeline finds in the gold sentences (stock NER, "
+                             "spaCy's labels mapped to CoNLL04's types)")
+    parser.add_argument("--entities", metavar="FILE", default=None, help="also score these entities (NER)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    return parser
+
+
+def _entity_file(path: str, gold: dict[str, Any]) -> dict[str, set[tuple[tuple[int, int], str]]]:
+    from tacred.data.conll04 import conll04_type
+    from tacred.evaluation.end_to_end import ExtractionScoreError
+    from tacred.io import jsonl_records
+
+    found: dict[str, set[tuple[tuple[int, int], str]]] = {}
+    with open(path, encoding="utf-8") as f:
+        for number, record in jsonl_records(f):
+            where = f"{path}, line {number}"
+            try:
+                doc_id = str(record["doc_id"])
+                typed = [((int(e["start"]), int(e["end"])), conll04_type(str(e["type"]))) for e in record["entities"]]
+            except (KeyError, TypeError, ValueError) as err:
+                raise ExtractionScoreError(f"{where}: expected {{\"doc_id\", \"entities\": [{{\"start\", \"end\", "
+                                           f"\"type\"}}]}} ({err!r})") from None
+            if doc_id not in gold:
+                raise ExtractionScoreError(f"{where}: doc_id {doc_id!r} is not a gold sentence")
+            found.setdefault(doc_id, set()).update((span, kind) for span, kind in typed if kind is not None)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.pred and not args.spacy_ner and not args.entities:
+        print("tacred score-extraction: error: nothing to score: give PRED, --spacy_ner or --entities",
+              file=sys.stderr)
+        return 2
+    from tacred.data.conll04 import CoNLL04Error, read_conll04, spacy_entities
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.evaluation.end_to_end import (
+        ExtractionScoreError,
+        format_scores,
+        gold_documents,
+        predicted_relations,
+        score_entities,
+        score_relations,
+    )
+    from tacred.extraction.mention_files import MentionFileError, mention_files, read_mention_file
+
+    result: dict[str, Any] = {"gold": args.gold}
+    try:
+        sentences = read_conll04(args.gold)
+        stem = Path(args.gold).stem
+        gold = gold_documents(sentences, stem)
+        if args.pred:
+            rows = ({**row, "where": f"{path}, record {n}"} for path in mention_files(args.pred)
+                    for n, row in enumerate(read_mention_file(path), start=1))
+            pred, repeated = predicted_relations(rows, gold)
+            result.update(pred=args.pred, relations=score_relations(gold, pred), repeated=repeated)
+        if args.spacy_ner or args.entities:
+            if args.entities:
+                entities, source = _entity_file(args.entities, gold), args.entities
+            else:
+                nlp = load_spacy(args.spacy_ner)
+                entities, source = spacy_entities(sentences, stem, nlp), f"spaCy {args.spacy_ner}"
+            result.update(ner_source=source, entities=score_entities(gold, entities))
+    except (CoNLL04Error, ExtractionScoreError, MentionFileError, SpacyModelError, OSError, ValueError) as err:
+        return report("score-extraction", err)
+    print(json.dumps(result, indent=1) if args.json else format_scores(result))
+    return 0
