@@ -21,4 +21,5 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "export": "export",
     "pretrained": "pretrained",
+    "models": "models",
 }
