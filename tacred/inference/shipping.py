@@ -271,7 +271,9 @@ def model_card(name: str, meta: Mapping[str, Any], recipe: Recipe, size: int) ->
         f"- Command: `{recipe.command}`",
         f"- Seed {train['seed']}; {train['epoch']} of {train['max_epochs']} epochs, the last one shipped "
         f"(`{train['checkpoint']}`); SGD lr {train['lr']:.4g}, batch {train['batch_size']}"
-        + (f"; {train['seconds'] / 60:.1f} min of training" if train.get("seconds") else "") + ".",
+        + (f"; {train['seconds'] / 60:.1f} min of training" if train.get("seconds") else "") + ". The figures "
+        "below are this build's: the same command on another CPU can train to other numbers (its kernels round "
+        "differently; docs/models.md).",
         f"- Labels: {len(meta['vocab']['labels'])} (`{meta['vocab']['no_relation']}` and "
         f"{len(meta['vocab']['labels']) - 1} directed relations such as `{meta['vocab']['labels'][1]}`).",
         f"- Relation signatures: the (subject type, object type) pairs each relation took in training "
