@@ -183,3 +183,19 @@ def test_the_shipped_model_reproduces_its_recorded_scores(kbp37, nlp) -> None:
                               predictor.threshold)
             for key in ("macro_f1", "micro_f1", "precision", "recall"):
                 assert getattr(found, key) == pytest.approx(row[split][key], abs=1e-12), (row["setting"], split, key)
+
+
+@pytest.mark.slow  # the server is a subprocess
+def test_serve_by_name_answers_extract(tmp_path: Path) -> None:
+    import requests
+
+    from tacred.serving.process import serve_in_background
+
+    log = tmp_path / "serve.log"
+    with serve_in_background("kbp37", extra=["--num_threads", "1"], log_path=str(log)) as served:
+        answer = requests.post(f"{served.url}/extract", json={"id": "d1", "text": "Tim Cook, the chief executive of "
+                                                              "Apple, lives in Palo Alto, California."}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    mentions = answer.json()["mentions"]
+    assert mentions and all(m["relation"].startswith(("per:", "org:")) for m in mentions)
+    assert "threshold.json" in log.read_text() and "Traceback" not in log.read_text()
