@@ -18,7 +18,7 @@ export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
 .PHONY: install test test-slow test-all test-scale demo docs lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
-	results-semeval results-semeval-glove kbp37-data results-kbp37
+	results-semeval results-semeval-glove kbp37-data results-kbp37 shipped-models
 
 install: $(VENV)/.installed
 
@@ -199,6 +199,15 @@ results-kbp37: kbp37-data semeval-data
 kbp37_recheck = $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/$(1).yaml \
 	  --variants configs/kbp37/recheck/*.yaml --reference semeval_recipe --seeds 1 2 --checkpoint last \
 	  --out $(KBP37_OUT)/recheck_$(1) --runs_dir runs/results/kbp37_recheck_$(1) $(until) --extra --num_threads 1
+
+# Issue 55: the model shipped inside the package (tacred/shipped_models/kbp37/, `tacred models`, docs/models.md): the
+# paper's network on KBP37 with the recipe of the KBP37 table (five_seeds/paper, seed 1, last epoch; about 20 min on
+# one core), then its compact folder, threshold, scores and card. A finished run is not trained again.
+SHIPPED_RUN ?= runs/shipped/kbp37
+shipped-models: kbp37-data
+	$(AVX2) nice $(TACRED) fit --config configs/kbp37.yaml --config configs/semeval/glove/paper.yaml \
+	  --config configs/kbp37/paper.yaml --seed_everything 1 --run_dir $(SHIPPED_RUN) --resume auto --num_threads 1
+	$(AVX2) $(TACRED) models build kbp37 --ckpt_path $(SHIPPED_RUN)/checkpoints/last.ckpt --data_dir data/kbp37
 
 bench: install
 	$(PY) benchmarks/run_all.py

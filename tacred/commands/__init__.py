@@ -22,4 +22,5 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "export": "export",
     "pretrained": "pretrained",
+    "models": "models",
 }

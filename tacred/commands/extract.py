@@ -1,4 +1,4 @@
-"""``tacred extract SOURCE... --ckpt_path X [--output DIR]``: relations in documents, as JSON Lines on standard
+"""``tacred extract SOURCE... --ckpt_path X|--model NAME [--output DIR]``: relations in documents, as JSON Lines on standard
 output or resumable shards in a folder (see :mod:`tacred.extraction`)."""
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="tacred extract", description=HELP, epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sources", nargs="+", help="files, folders or - for standard input")
-    p.add_argument("--ckpt_path", required=True,
-                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt) or an exported folder")
+    p.add_argument("--ckpt_path", "--model", dest="ckpt_path", required=True,
+                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt), an exported folder "
+                        "or the name of a model shipped with tacred (kbp37; `tacred models` lists them)")
     p.add_argument("--output", default=None, help="a folder for resumable shards (default: JSON Lines on stdout)")
     p.add_argument("--format", default="jsonl", choices=("jsonl", "parquet"), help="shard format (default jsonl)")
     p.add_argument("--input_format", default="auto", choices=("auto", "text", "lines", "jsonl", "parquet"),
@@ -108,7 +109,8 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
     # the engines name their shards differently (by chunk; by file and block), so a folder is resumed by its own
     engine = {"engine": "ray"} if args.engine == "ray" else {}
     return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
-            "ckpt_path": os.path.abspath(args.ckpt_path), **{k: getattr(args, k) for k in keys}, **engine}
+            "ckpt_path": os.path.abspath(args.ckpt_path) if os.path.exists(args.ckpt_path) else args.ckpt_path,
+            **{k: getattr(args, k) for k in keys}, **engine}
 
 
 def _extract(args: argparse.Namespace) -> int:

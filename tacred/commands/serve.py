@@ -1,11 +1,10 @@
-"""``tacred serve --ckpt_path X``: the model behind HTTP endpoints (LitServe): ``POST /predict``, ``POST /extract``,
+"""``tacred serve --ckpt_path X|--model NAME``: the model behind HTTP endpoints (LitServe): ``POST /predict``, ``POST /extract``,
 ``GET /health``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from tacred.commands.parsing import OneLineParser
 
@@ -31,8 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = OneLineParser(prog="tacred serve", description=HELP, epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ckpt_path", required=True,
-                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt) or an exported folder")
+    p.add_argument("--ckpt_path", "--model", dest="ckpt_path", required=True,
+                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt), an exported folder "
+                        "or the name of a model shipped with tacred (kbp37; `tacred models` lists them)")
     p.add_argument("--host", default="127.0.0.1", choices=("127.0.0.1", "0.0.0.0", "::"),
                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8000, help="TCP port, 1024-65535 (default 8000)")
@@ -73,12 +73,13 @@ def port_in_use(host: str, port: int) -> str | None:
 
 def _check(args: argparse.Namespace) -> str:
     """Every option and file checked before a process starts; the model path to serve."""
-    from tacred.checkpoints import read_checkpoint, resolve_checkpoint
+    from tacred.checkpoints import read_checkpoint
     from tacred.devices import torch_device
     from tacred.errors import ConfigError
     from tacred.evaluation.decision import describe_threshold
     from tacred.evaluation.threshold import load_threshold
-    from tacred.inference.onnx_backend import is_export_folder
+    from tacred.inference.api import resolve_model
+    from tacred.inference.shipped import shipped_info
 
     if not 1024 <= args.port <= 65535:
         raise ConfigError(f"--port must lie in 1024-65535, got {args.port}")
@@ -92,19 +93,22 @@ def _check(args: argparse.Namespace) -> str:
                           "--port")
     if args.threshold is not None:
         load_threshold(args.threshold)
-    if is_export_folder(args.ckpt_path):  # ONNX Runtime's view of CUDA, not torch's
+    source = resolve_model(args.ckpt_path)
+    if source.kind == "export":  # ONNX Runtime's view of CUDA, not torch's
         from tacred.devices import onnx_providers
 
         args.device = onnx_providers(args.device)[0]
-        model = args.ckpt_path
     else:
         args.device = torch_device(args.device)
-        model = str(resolve_checkpoint(args.ckpt_path))
-        read_checkpoint(model)  # a clear error now rather than a worker that fails to start
+        if source.kind == "checkpoint":
+            read_checkpoint(source.path)  # a clear error now rather than a worker that fails to start
+        else:
+            shipped_info(str(source))
+    model = str(source)
     if args.threshold is None:  # a tuned threshold.json beside the model, as load_model takes it
         from tacred.inference.api import tuned_threshold
 
-        args.threshold = tuned_threshold(model if is_export_folder(model) else Path(model).parent)
+        args.threshold = tuned_threshold(source.threshold_folder)
         if args.threshold is not None:
             print(f"tacred serve: no-relation threshold {describe_threshold(load_threshold(args.threshold))} from {args.threshold} "
                   "(--threshold 0: the plain argmax)", file=sys.stderr)

@@ -1,8 +1,9 @@
 """The Python prediction API: ``load_model(path).predict(...)`` on marked strings, OpenNRE-style dicts or TACRED
 dicts, and ``.extract(text)`` on plain text.
 
-``path`` is a checkpoint, a run folder (its ``checkpoints/best.ckpt``, else ``last.ckpt``) or a folder written by
-``tacred export --format onnx`` (run by ONNX Runtime, without torch). Whatever the backend, the same inputs are
+``path`` is a checkpoint, a run folder (its ``checkpoints/best.ckpt``, else ``last.ckpt``), a folder written by
+``tacred export --format onnx`` (run by ONNX Runtime, without torch) or the name of a model shipped with tacred
+(``kbp37``: :mod:`tacred.inference.shipped`); :func:`resolve_model` is the one place that tells them apart. Whatever the backend, the same inputs are
 accepted (:mod:`tacred.inference.inputs`), the same :class:`InputError` is raised and the same :class:`Prediction`
 objects come back (:mod:`tacred.inference.predictor`).
 """
@@ -10,6 +11,7 @@ objects come back (:mod:`tacred.inference.predictor`).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from tacred.inference.input_rules import MAX_TOKENS
@@ -17,7 +19,7 @@ from tacred.inference.inputs import InputError
 from tacred.inference.outputs import Prediction
 from tacred.inference.predictor import Predictor
 
-__all__ = ["InputError", "Prediction", "Predictor", "load_model", "tuned_threshold"]
+__all__ = ["InputError", "ModelSource", "Prediction", "Predictor", "load_model", "resolve_model", "tuned_threshold"]
 
 THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside a checkpoint
 
@@ -25,31 +27,69 @@ THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside 
 def load_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
                spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> Predictor:
     """Load a trained model for prediction: a checkpoint (vocabularies and configuration are inside), a run folder,
-    or an exported ONNX folder.
+    an exported ONNX folder, or the name of a model shipped with tacred (``"kbp37"``; ``tacred models`` lists them).
 
     ``device``: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``; one that is absent is a
     :class:`tacred.devices.DeviceError`. ``threshold``: the no-relation threshold, a log-margin (a number or a
-    ``threshold.json``); by default the ``threshold.json`` beside the checkpoint or in the exported folder when there
-    is one (reported on the ``tacred`` logger and in ``.threshold_source``), else none; ``0`` is the plain argmax.
+    ``threshold.json``); by default the ``threshold.json`` beside the checkpoint or in the exported or shipped folder
+    when there is one (reported on the ``tacred`` logger and in ``.threshold_source``), else none; ``0`` is the plain argmax.
     ``max_tokens``: inputs longer than this are an :class:`InputError` (default 512, as ``tacred serve``; None: no
     limit).
 
     >>> m = load_model("runs/demo")                                    # doctest: +SKIP
+    >>> m = load_model("kbp37")           # shipped with tacred: no training # doctest: +SKIP
     >>> m.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
     """
-    from tacred.inference.onnx_backend import OnnxRelationModel, is_export_folder
-
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
-    if is_export_folder(path):
-        threshold = tuned_threshold(path) if threshold is None else threshold
-        return reported(OnnxRelationModel(path, device=device, threshold=threshold, **options))
-    from tacred.checkpoints import resolve_checkpoint
+    source = resolve_model(path)
+    threshold = tuned_threshold(source.threshold_folder) if threshold is None else threshold
+    if source.kind == "export":
+        from tacred.inference.onnx_backend import OnnxRelationModel
 
-    checkpoint = resolve_checkpoint(path)
+        return reported(OnnxRelationModel(source.path, device=device, threshold=threshold, **options))
+    if source.kind == "shipped":
+        from tacred.inference.shipped import load_shipped_predictor
+
+        return reported(load_shipped_predictor(str(source), device=device, threshold=threshold, **options))
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
-    threshold = tuned_threshold(checkpoint.parent) if threshold is None else threshold
-    return reported(load_checkpoint_predictor(checkpoint, device=device, threshold=threshold, **options))
+    return reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold, **options))
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What a model argument names (:func:`resolve_model`): ``kind`` is ``export`` (an ONNX folder), ``checkpoint``
+    (``path`` is the checkpoint file) or ``shipped`` (``path`` is the shipped folder, ``name`` its name)."""
+
+    kind: str
+    path: Path
+    name: str | None = None
+
+    @property
+    def threshold_folder(self) -> Path:
+        """Where a tuned ``threshold.json`` goes with the model."""
+        return self.path.parent if self.kind == "checkpoint" else self.path
+
+    def __str__(self) -> str:
+        """What names the model on a command line: the shipped name, else the path."""
+        return self.name if self.name is not None else str(self.path)
+
+
+def resolve_model(path: str | Path) -> ModelSource:
+    """The one reading of a model argument (``load_model``'s ``path``, ``--ckpt_path``/``--model`` of ``tacred
+    extract``, ``serve`` and ``predict``): an exported folder, a checkpoint or run folder, or, when nothing of that
+    name is on disk and it has no folder part or suffix, the name of a shipped model. An unknown name is an
+    :class:`~tacred.inference.shipped.UnknownModelError` listing the shipped models; a missing path a
+    :class:`~tacred.checkpoints.CheckpointError`."""
+    from tacred.checkpoints import resolve_checkpoint
+    from tacred.inference.onnx_backend import is_export_folder
+    from tacred.inference.shipped import looks_like_name, shipped_folder
+
+    if is_export_folder(path):
+        return ModelSource("export", Path(path))
+    if not Path(path).exists() and looks_like_name(path):
+        return ModelSource("shipped", shipped_folder(str(path)), str(path))
+    return ModelSource("checkpoint", resolve_checkpoint(path))
 
 
 def tuned_threshold(folder: str | Path) -> str | None:

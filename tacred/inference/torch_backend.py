@@ -26,15 +26,17 @@ class TorchBackend:
             return self.module(**tensors).cpu().numpy()
 
 
-def load_checkpoint_predictor(path: str | Path, device: str = "auto", **options: Any) -> Predictor:
-    """A :class:`Predictor` for a tacred checkpoint file (``options``: those of :class:`Predictor`)."""
+def load_checkpoint_predictor(path: str | Path, device: str = "auto", checkpoint: dict[str, Any] | None = None,
+                              **options: Any) -> Predictor:
+    """A :class:`Predictor` for a tacred checkpoint file (``options``: those of :class:`Predictor`). ``checkpoint``:
+    its contents when they were read or built already (a shipped model's); ``path`` then names it in messages."""
     from tacred.checkpoints import read_checkpoint
     from tacred.devices import torch_device
     from tacred.inference.encoding import default_encoder
     from tacred.inference.trained import TrainedNetwork, probability_network
 
     resolved = torch_device(device)  # an absent device is an error before the file is read
-    ckpt = read_checkpoint(path)
+    ckpt = read_checkpoint(path) if checkpoint is None else checkpoint
     model = TrainedNetwork.from_checkpoint(path, checkpoint=ckpt)  # checks that it is a tacred checkpoint
     kind = (ckpt.get("tacred_predictor") or {}).get("encoder") or default_encoder(ckpt["tacred_vocab"])
     encoder = build_encoder(kind, {"vocab": ckpt["tacred_vocab"]}, str(path))
