@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=FILE_MODE, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--ckpt_path", required=True,
-                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt) or an exported folder")
+                   help="checkpoint of a trained model, its run folder (best.ckpt, else last.ckpt), an exported folder or the "
+                        "name of a shipped model (`tacred models`)")
     p.add_argument("--sentences", required=True,
                    help="a file of sentences, or - for standard input; one marked sentence per line, e.g. "
                         "'<subj>Bill Gates</subj> founded <obj>Microsoft</obj> .'")
@@ -112,7 +113,11 @@ def main(argv: list[str]) -> int:
         if bad and not args.skip_bad_lines:
             raise AnnotationError(source, *bad[0])
         if not Path(args.ckpt_path).exists():
-            raise FileNotFoundError(f"checkpoint not found: {args.ckpt_path}")
+            from tacred.inference.shipped import looks_like_name, shipped_folder
+
+            if not looks_like_name(args.ckpt_path):
+                raise FileNotFoundError(f"checkpoint not found: {args.ckpt_path}")
+            shipped_folder(args.ckpt_path)  # a shipped model's name, or an error that lists them
     except (TacredError, OSError, ValueError) as err:
         print(f"tacred predict: error: {err}", file=sys.stderr)
         return 2

@@ -199,3 +199,14 @@ def test_serve_by_name_answers_extract(tmp_path: Path) -> None:
     mentions = answer.json()["mentions"]
     assert mentions and all(m["relation"].startswith(("per:", "org:")) for m in mentions)
     assert "threshold.json" in log.read_text() and "Traceback" not in log.read_text()
+
+
+def test_predict_marked_sentences_with_the_shipped_model(tmp_path: Path) -> None:
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("<subj>Tim Cook</subj> , the chief executive of <obj>Apple</obj> , said .\n", encoding="utf-8")
+    line = run_in_process("predict", "--ckpt_path", "kbp37", "--sentences", str(sentences)).stdout.strip()
+    name, relation, probability, arguments = line.split("\t")
+    assert name == "line-1" and relation.startswith(("per:", "org:")) and 0 < float(probability) <= 1
+    assert arguments == "Tim Cook -> Apple"
+    unknown = run_in_process("predict", "--ckpt_path", "kbp73", "--sentences", str(sentences), check=False)
+    assert unknown.status == 2 and "shipped: kbp37" in unknown.stderr
