@@ -96,45 +96,69 @@ class PairScorer(nn.Module):
         if reason is not None:
             raise ValueError(f"this network cannot score pairs from a shared pass: {reason}")
         self.net = net
+        self.net = net
         layer = net.self_attention.layers[0]
         attention: MultiHeadSelfAttention = layer.attention
         self.attention = attention
         d = net.embed.dim
         self.relative = [b for b in attention.biases if isinstance(_inner(b), RelativePositionScores)
                          and _inner(b).r is not None]
+        # hooks other than the relative scores with their own query read the block input x of every pair
+        self.reads_input = any(id(b) not in {id(r) for r in self.relative} for b in attention.biases) or any(
+            h is not None for h in (attention.temperature, attention.values, attention.transform))
+        pa = net.position_aware
         with torch.no_grad():
-            # the linear maps of the encoder input, stacked: q, k, v and each relative-score query W^r
+            s1, c1 = _affine(layer.norm1)
+            s2, c2 = _affine(layer.norm2)
+            outer = layer.ffn.outer
+            outer_weight, outer_bias = outer.weight * s2[:, None], outer.bias * s2 + c2  # (D, F), (D,)
+            # the linear maps of the encoder input, stacked: the heads' q, k, v and each relative-score query W^r;
+            # then what the rest of the pair needs of its input: the position-aware hidden projection of the
+            # residual x·s2 (W_h·diag(s2), with the biases that reach it) and x·s2 itself
             maps = [attention.query, attention.key, attention.value, *(_inner(b).r for b in self.relative)]
-            self.register_buffer("bank_weight", torch.cat([m.weight for m in maps]), persistent=False)  # (N, D)
-            self.register_buffer("bank_bias", torch.cat([m.bias for m in maps]), persistent=False)  # (N,)
+            self.num_heads_maps = len(maps)
+            weights = [m.weight for m in maps]
+            biases = [m.bias for m in maps]
+            if pa is not None:
+                weights.append(pa.hidden.weight * s2)  # (A, D)
+                biases.append(pa.hidden.weight @ outer_bias + pa.hidden.bias)
+            self.register_buffer("bank_weight", torch.cat(weights), persistent=False)  # (N, D)
+            self.register_buffer("bank_bias", torch.cat(biases), persistent=False)  # (N,)
+            self.register_buffer("input_scale", s2.clone(), persistent=False)  # x·s2 joins the bank's columns
             table = net.embed.object_position.weight if net.embed.object_position is not None else None
             self.register_buffer("object_table", table.clone() if table is not None else torch.zeros(1, d),
                                  persistent=False)  # (17, D)
-            self.register_buffer("object_bank", self.object_table @ self.bank_weight.T, persistent=False)  # (17, N)
+            self.register_buffer("object_bank", torch.cat([self.object_table @ self.bank_weight.T,
+                                                           self.object_table * s2], dim=-1),
+                                 persistent=False)  # (17, N + D)
             # output projection → norm1 → inner feed-forward: one (F, D) map of the attention's heads
-            s1, c1 = _affine(layer.norm1)
             inner = layer.ffn.inner
             out = attention.output
             self.register_buffer("fold_weight", (inner.weight * s1) @ out.weight, persistent=False)  # (F, D)
             self.register_buffer("fold_bias", inner.weight @ (out.bias * s1 + c1) + inner.bias, persistent=False)
-            # outer feed-forward → (+ block input) → norm2: states = act·W' + x·s2 + c
-            s2, c2 = _affine(layer.norm2)
-            outer = layer.ffn.outer
-            self.register_buffer("outer_weight", outer.weight * s2[:, None], persistent=False)  # (D, F)
-            self.register_buffer("outer_bias", outer.bias * s2 + c2, persistent=False)
-            self.register_buffer("input_scale", s2.clone(), persistent=False)
+            # outer feed-forward → norm2 (states, less x·s2), and through it the position-aware hidden projection
+            post = [outer_weight] + ([pa.hidden.weight @ outer_weight] if pa is not None else [])
+            self.register_buffer("post_weight", torch.cat(post), persistent=False)  # (D [+ A], F)
+            self.register_buffer("outer_bias", outer_bias, persistent=False)
+            if pa is not None:  # the position features through their projection: one (17, A) table per argument
+                p = net.positions.weight.shape[1]
+                self.register_buffer("subject_features", net.positions.weight @ pa.features.weight[:, :p].T
+                                     + pa.features.bias, persistent=False)
+                self.register_buffer("object_features", net.positions.weight @ pa.features.weight[:, p:].T,
+                                     persistent=False)
         activation = layer.ffn.activation
         # RReLU at inference is a leaky ReLU with the mean of its slope range (torch.rrelu, training=False)
         self.negative_slope = ((activation.lower + activation.upper) / 2 if isinstance(activation, nn.RReLU)
                                else 0.0)
 
     def forward(self, pairs: SentencePairs) -> torch.Tensor:
-        net = self.net
-        embed = net.embed
+        net, embed, att = self.net, self.net.embed, self.attention
         sent = pairs.sentence  # (P,)
         pad = pairs.pad_mask[sent]  # (P, T)
-        # the sentences' inputs, each once; the pairs' inputs differ from them by the object-position row and by
-        # the words that entity masking changed
+        p, n = pairs.pair_words.shape
+        d, h, dh, g = embed.dim, att.num_heads, att.head_dim, self.num_heads_maps
+        # the sentences' inputs, each once; a pair's input differs from its sentence's by the object-position row
+        # and by the words that entity masking changed
         parts = [embed.words(pairs.words)]
         if embed.pos is not None:
             parts.append(embed.pos(pairs.pos))
@@ -142,44 +166,60 @@ class PairScorer(nn.Module):
             parts.append(embed.ner(pairs.ner))
         x_sent = torch.cat(parts, dim=-1)  # (S, T, D)
         if net.cfg.position_encoding == "sinusoidal":
-            x_sent = x_sent + sinusoidal_encoding(x_sent.shape[1], x_sent.shape[2], x_sent.device)[None]
+            x_sent = x_sent + sinusoidal_encoding(n, d, x_sent.device)[None]
+        bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
+            self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
+        split = g * d
+        # the heads' projections laid out head-major per sentence, so each pair's copy is ready for the products
+        heads = bank[..., :split].reshape(-1, n, g, h, dh).permute(0, 2, 3, 1, 4).contiguous()  # (S, G, H, T, Dh)
+        heads = heads.index_select(0, sent)  # (P, G, H, T, Dh)
+        rest = bank[..., split:].index_select(0, sent)  # (P, T, [A +] D): W_h x·s2 and x·s2
         bins = embed.bins(pairs.obj_positions)  # (P, T)
-        has_object = embed.object_position is not None
-        bank = x_sent @ self.bank_weight.T + self.bank_bias  # (S, T, N): once per sentence
-        proj = bank[sent]  # (P, T, N)
-        x = x_sent[sent]  # (P, T, D)
-        if has_object:
-            proj = proj + self.object_bank[bins]
-            x = x + self.object_table[bins]
+        if embed.object_position is not None:
+            added = self.object_bank[bins]  # (P, T, N)
+            heads += added[..., :split].view(p, n, g, h, dh).permute(0, 2, 3, 1, 4)
+            rest += added[..., split:]
         changed = pairs.pair_words != pairs.words[sent]  # (P, T): the rows entity masking rewrote
+        delta = None
         if bool(changed.any()):
             rows = changed.nonzero(as_tuple=True)
             delta = embed.words(pairs.pair_words[rows]) - embed.words(pairs.words[sent][rows])  # (M, Dw)
-            proj = proj.index_put(rows, delta @ self.bank_weight[:, : delta.shape[1]].T, accumulate=True)
-            x = x.index_put(rows, F.pad(delta, (0, x.shape[-1] - delta.shape[1])), accumulate=True)
-        heads = self._attend(x, proj, pad)  # (P, T, D)
-        pre = heads @ self.fold_weight.T + self.fold_bias  # (P, T, F)
-        act = F.leaky_relu(pre, self.negative_slope)
-        states = act @ self.outer_weight.T + self.outer_bias + x * self.input_scale  # (P, T, D)
-        states = states.masked_fill(pad[:, :, None], 0.0)
+            wd = delta.shape[1]
+            moved = torch.cat([delta @ self.bank_weight[:, :wd].T, F.pad(delta * self.input_scale[:wd],
+                                                                          (0, d - wd))], dim=-1)  # (M, N + D)
+            heads.permute(0, 3, 1, 2, 4).index_put_(rows, moved[:, :split].view(-1, g, h, dh), accumulate=True)
+            rest.index_put_(rows, moved[:, split:], accumulate=True)
+        x = None
+        if self.reads_input:
+            x = x_sent.index_select(0, sent) + (self.object_table[bins] if embed.object_position is not None else 0)
+            if delta is not None:
+                x = x.index_put(rows, F.pad(delta, (0, d - delta.shape[1])), accumulate=True)
+        attended = self._attend(x, heads, pad)  # (P, T, D)
+        act = F.leaky_relu(attended @ self.fold_weight.T + self.fold_bias, self.negative_slope)  # (P, T, F)
+        post = act @ self.post_weight.T  # (P, T, D [+ A])
+        states = (post[..., :d] + self.outer_bias + rest[..., -d:]).masked_fill(pad[:, :, None], 0.0)  # (P, T, D)
         query = masked_max(states, pad)  # (P, D)
         if net.position_aware is None:
             return net.classifier(query)
-        features = torch.cat([net.positions(embed.bins(pairs.subj_positions)), net.positions(bins)], dim=-1)
-        summary, _ = net.position_aware(states, query, features, pad)  # (P, D)
+        pa = net.position_aware
+        u = (post[..., d:] + rest[..., :-d] + pa.query(query)[:, None, :] + self.object_features[bins]
+             + self.subject_features[embed.bins(pairs.subj_positions)])  # (P, T, A): Zhang et al.'s u_i
+        scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
+        summary = (torch.softmax(scores, dim=-1)[:, :, None] * states).sum(dim=1)  # (P, D)
         return net.classifier(summary)  # (P, L)
 
-    def _attend(self, x: torch.Tensor, proj: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        """The attention core of :class:`MultiHeadSelfAttention` with q, k, v (and W^r x) given: (P, T, D)."""
+    def _attend(self, x: torch.Tensor | None, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """The attention core of :class:`MultiHeadSelfAttention` with q, k, v (and W^r x) given as ``heads``
+        (P, G, H, T, Dh); ``x`` (P, T, D), the block input, for hooks that read it: → (P, T, D)."""
         att = self.attention
-        b, n, d = x.shape
-        q, k, v, *r = (att._heads(t) for t in proj.split(d, dim=-1))  # (P, H, T, Dh) each
-        inputs = AttentionInputs(x, q, k, v, pad)
+        b, _, _, n, _ = heads.shape
+        q, k, v, *r = heads.unbind(1)  # (P, H, T, Dh) each
+        inputs = AttentionInputs(x, q, k, v, pad)  # type: ignore[arg-type]
         if att.temperature is not None:
             inputs, scale = att.temperature(inputs)
         else:
             scale = 1.0 / math.sqrt(att.head_dim)
-        logits = (inputs.q @ inputs.k.transpose(-1, -2)) * scale  # (P, H, T, T)
+        logits = (inputs.q * scale) @ inputs.k.transpose(-1, -2)  # (P, H, T, T)
         given = dict(zip(map(id, self.relative), r, strict=True))
         for bias in att.biases:
             if id(bias) in given:
@@ -193,7 +233,7 @@ class PairScorer(nn.Module):
         out = weights @ inputs.v  # (P, H, T, Dh)
         if att.values is not None:
             out = out + att.values(weights, inputs)
-        return out.transpose(1, 2).reshape(b, n, d)  # (P, T, D)
+        return out.transpose(1, 2).reshape(b, n, -1)  # (P, T, D)
 
 
 def _inner(bias: nn.Module) -> nn.Module:
@@ -220,3 +260,30 @@ def pair_logits(net: nn.Module, pairs: SentencePairs, scorer: PairScorer | None 
     if scorer is None:
         return net(pairs.pair_batch()).logits
     return scorer(pairs)
+
+
+def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_rows: float = 0.0
+               ) -> tuple[float, float]:
+    """FLOPs (2 per multiply-add) of the matrix products of scoring a sentence of ``length`` tokens: (once per
+    sentence, once per pair). ``factored``: :class:`PairScorer` (``masked_rows``: the rows entity masking changes,
+    per pair), else the plain forward pass, which does everything per pair. The paper's products are counted (the
+    projections, q·kᵀ, the relative scores, weights·v, the feed-forward, the position-aware attention, the
+    classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not."""
+    cfg, t = net.cfg, length
+    d, f = net.embed.dim, cfg.ffn_dim
+    layer = net.self_attention.layers[0]
+    relative = [b for b in layer.attention.biases if isinstance(_inner(b), RelativePositionScores)]
+    separate = sum(_inner(b).r is not None for b in relative)
+    heads = (3 + separate) * d  # the stacked q, k, v (and W^r) projections
+    attention = 2 * t * t * d * 2 + len(relative) * 2 * t * (2 * t - 1) * d  # q·kᵀ and weights·v; relative scores
+    classifier = 2 * d * net.classifier.out_features
+    a = cfg.attention_dim if net.position_aware is not None else 0
+    if a:  # the query's projection, the scores and the summary
+        classifier += 2 * d * a + 2 * t * a + 2 * t * d
+    if not factored:
+        features = 2 * t * 2 * cfg.position_dim * a
+        return 0.0, 2.0 * t * d * heads + attention + 2 * t * d * d + 2 * 2 * t * d * f + 2 * t * d * a + features \
+            + classifier
+    bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
+    per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + 2 * t * d * f + 2 * t * f * (d + a) + classifier
+    return 2.0 * t * d * bank, per_pair
