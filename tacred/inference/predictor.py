@@ -165,12 +165,9 @@ class Predictor:
         from tacred.inference.encoding import MAX_CELLS
         from tacred.inference.sentence_pairs import pair_arrays, sentence_batches
 
-        counts = np.array([len(s) for s in sentences], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        probs = np.zeros((int(starts[-1]), len(self.labels)), dtype=np.float32)
+        probs = np.zeros((sum(len(s) for s in sentences), len(self.labels)), dtype=np.float32)
         shared = getattr(self.backend, "pair_probabilities", None)
-        for batch, arrays in sentence_batches(sentences, self.batch_size, MAX_CELLS):
-            rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in batch])
+        for rows, arrays in sentence_batches(sentences, self.batch_size, MAX_CELLS):
             probs[rows] = shared(arrays) if shared is not None else self.backend.probabilities(pair_arrays(arrays))
         return probs
 

@@ -105,25 +105,48 @@ def sentences_of_examples(vocab: Vocabularies, examples: Sequence[Mapping[str, A
 
 
 def sentence_batches(sentences: Sequence[SentenceArrays], max_pairs: int, max_cells: int
-                     ) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+                     ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
     """Batches of whole sentences of similar length (sorted by length, then position) with about ``max_pairs``
-    pairs, cut before pairs × length² passes ``max_cells``; each batch's arrays are named as
-    :data:`SENTENCE_PAIR_INPUTS`, padded to its longest sentence (a sentence alone may pass both limits)."""
+    pairs, cut before pairs × length² passes ``max_cells``: ``(rows, arrays)``, ``rows`` the batch's pairs among
+    all (sentence by sentence, in order), ``arrays`` named as :data:`SENTENCE_PAIR_INPUTS` and padded to the
+    batch's longest sentence. A sentence alone may pass ``max_pairs``; one whose pairs alone pass ``max_cells``
+    (long, with many pairs) comes in batches of its own, a part of its pairs each."""
     lengths = [len(s.words) for s in sentences]
+    starts = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
     order = sorted(range(len(sentences)), key=lambda i: (lengths[i], i))
+
+    def done(members: list[int]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        rows = np.concatenate([np.arange(starts[j], starts[j + 1]) for j in members])
+        return rows, pad_sentences([sentences[j] for j in members])
+
     batch: list[int] = []
     pairs = 0
     for i in order:
-        if len(sentences[i]) == 0:
+        count, cells = len(sentences[i]), lengths[i] ** 2
+        if count == 0:
             continue
-        grown = pairs + len(sentences[i])
-        if batch and (pairs >= max_pairs or grown * lengths[i] ** 2 > max_cells):
-            yield batch, pad_sentences([sentences[j] for j in batch])
-            batch, grown = [], len(sentences[i])
+        if count * cells > max_cells:  # too many pairs for one batch: parts of them, alone
+            if batch:
+                yield done(batch)
+                batch, pairs = [], 0
+            step = max(1, max_cells // cells)
+            for first in range(0, count, step):
+                part = _pairs_part(sentences[i], first, first + step)
+                yield np.arange(starts[i] + first, starts[i] + first + len(part)), pad_sentences([part])
+            continue
+        grown = pairs + count
+        if batch and (pairs >= max_pairs or grown * cells > max_cells):
+            yield done(batch)
+            batch, grown = [], count
         batch.append(i)
         pairs = grown
     if batch:
-        yield batch, pad_sentences([sentences[j] for j in batch])
+        yield done(batch)
+
+
+def _pairs_part(sentence: SentenceArrays, start: int, end: int) -> SentenceArrays:
+    return SentenceArrays(sentence.words, sentence.pos, sentence.ner, sentence.pair_words[start:end],
+                          sentence.subj[start:end], sentence.obj[start:end])
 
 
 def pad_sentences(sentences: Sequence[SentenceArrays]) -> dict[str, np.ndarray]:

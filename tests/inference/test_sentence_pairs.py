@@ -86,18 +86,25 @@ def test_batches_keep_each_sentence_whole_and_every_pair_once() -> None:
     sentences = []
     for _ in range(40):
         n, p = int(rng.integers(2, 30)), int(rng.integers(0, 12))
-        z = np.zeros((p, n), dtype=np.int64)
-        sentences.append(SentenceArrays(np.arange(n), np.ones(n, np.int64), np.ones(n, np.int64), z, z, z))
+        ids = np.arange(p * n, dtype=np.int64).reshape(p, n)  # each pair's rows tell it apart
+        sentences.append(SentenceArrays(np.arange(n), np.ones(n, np.int64), np.ones(n, np.int64), ids, ids, ids))
+    sentences.append(SentenceArrays(np.arange(29), np.ones(29, np.int64), np.ones(29, np.int64),
+                                    *[np.arange(12 * 29).reshape(12, 29)] * 3))  # 12 pairs × 29²: more than a batch
+    starts = np.concatenate([[0], np.cumsum([len(s) for s in sentences])])
+    owner = np.repeat(np.arange(len(sentences)), [len(s) for s in sentences])
     seen = []
-    for batch, arrays in sentence_batches(sentences, max_pairs=20, max_cells=20 * 15 * 15):
-        seen += batch
-        assert len(arrays["sentence"]) == sum(len(sentences[i]) for i in batch)
-        assert len(arrays["words"]) == len(batch)
-        pairs = sum(len(sentences[i]) for i in batch)
-        # a batch passes a limit only by its last sentence, or when that sentence is alone
-        last = len(sentences[batch[-1]])
-        assert pairs - last < 20 or len(batch) == 1
-    assert sorted(seen) == [i for i, s in enumerate(sentences) if len(s)]
+    for rows, arrays in sentence_batches(sentences, max_pairs=20, max_cells=10 * 29 * 29):
+        seen += rows.tolist()
+        assert len(arrays["sentence"]) == len(rows) and len(arrays["pair_words"]) == len(rows)
+        for k, row in enumerate(rows):  # each row's arrays are its pair's, beside its own sentence
+            s = sentences[owner[row]]
+            assert arrays["pair_words"][k, :len(s.words)].tolist() == s.pair_words[row - starts[owner[row]]].tolist()
+            assert arrays["words"][arrays["sentence"][k], :len(s.words)].tolist() == s.words.tolist()
+        members = sorted(set(owner[rows].tolist()))
+        whole = all(set(range(starts[m], starts[m + 1])) <= set(rows.tolist()) for m in members)
+        assert whole or members == [len(sentences) - 1]  # only the too-large sentence comes in parts
+        assert len(rows) * arrays["pad_mask"].shape[1] ** 2 <= 10 * 29 * 29 or len(members) == 1
+    assert sorted(seen) == list(range(int(starts[-1])))
 
 
 def _probabilities_both_ways(predictor, examples: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
