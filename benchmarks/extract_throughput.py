@@ -105,7 +105,8 @@ class WorkerPeaks:
 
 
 def matmul_rate(seconds: float = 0.5) -> float:
-    """This process's fp32 matrix-product rate in FLOP/s (best of three rounds of about ``seconds / 3``), on the
+    """This process's fp32 matrix-product rate in FLOP per CPU-second (best of three rounds of about ``seconds / 3``
+    of CPU time, so that other processes on the cores do not count), on the
     relation model's typical product: 8 pairs of 35 tokens (280 rows) × the 300-d network's 360 → 1,440 projection."""
     import torch
 
@@ -113,8 +114,8 @@ def matmul_rate(seconds: float = 0.5) -> float:
     flops = 2 * 280 * 360 * 1440
     best = 0.0
     for _ in range(3):
-        count, start = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - start) < seconds / 3:
+        count, start = 0, time.process_time()
+        while (elapsed := time.process_time() - start) < seconds / 3:
             torch.mm(a, b)
             count += 1
         best = max(best, count * flops / elapsed)
@@ -147,9 +148,9 @@ class ModelClock:
         import numpy as np
 
         def timed(arrays: dict[str, Any]) -> Any:
-            start = time.perf_counter()
+            start = time.process_time()  # CPU time: the machine may be shared
             out = method(arrays)
-            self.seconds += time.perf_counter() - start
+            self.seconds += time.process_time() - start
             lengths = (~arrays["pad_mask"]).sum(axis=1)
             if name == "pair_probabilities":
                 sentence = arrays["sentence"]
@@ -189,7 +190,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
     "documents"}``."""
     docs = _documents(Path(task["source"]), task["documents"])
     peaks = WorkerPeaks() if task["workers"] > 1 else None
-    stamps: list[tuple[float, int, int]] = []  # (time, documents, sentences) as results come
+    stamps: list[tuple[float, float, int, int]] = []  # (time, CPU time, documents, sentences) as results come
     if task["what"] in ("spacy", "spacy_tagger"):
         import spacy
 
@@ -203,7 +204,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         for i, doc in enumerate(nlp.pipe(docs, batch_size=CHUNK, n_process=task["workers"])):
             sentences += sum(1 for _ in doc.sents)
             if (i + 1) % CHUNK == 0 or i + 1 == len(docs):
-                stamps.append((time.perf_counter(), i + 1, sentences))
+                stamps.append((time.perf_counter(), time.process_time(), i + 1, sentences))
     else:
         from tacred.extraction.documents import Document
         from tacred.extraction.output import Totals
@@ -221,7 +222,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
                 counted["documents"] += len(done.results) + len(done.bad)
                 counted["sentences"] += sum(r.sentences for r in done.results)
                 counted["pairs"] += sum(r.pairs for r in done.results)
-                stamps.append((time.perf_counter(), counted["documents"], counted["sentences"]))
+                stamps.append((time.perf_counter(), time.process_time(), counted["documents"], counted["sentences"]))
 
             def finish(self) -> Totals:
                 return Totals()
@@ -245,9 +246,11 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
             task["model"] = {"ms_per_sentence": 1000 * clock.seconds / sentences,
                              "mflop_per_sentence": clock.flops() / sentences / 1e6, "gflops": rate / 1e9}
     first, last = stamps[0], stamps[-1]
-    elapsed = last[0] - first[0]
+    elapsed, cpu = last[0] - first[0], last[1] - first[1]
     rss = high_water_mib() if peaks is None else peaks.close()
-    return {"documents_per_s": (last[1] - first[1]) / elapsed, "sentences_per_s": (last[2] - first[2]) / elapsed,
+    return {"documents_per_s": (last[2] - first[2]) / elapsed, "sentences_per_s": (last[3] - first[3]) / elapsed,
+            # one worker: sentences per CPU-second of this process, which other processes on the cores do not slow
+            "sentences_per_cpu_s": (last[3] - first[3]) / cpu if task["workers"] == 1 and cpu > 0 else None,
             "peak_rss_mib": rss, "pairs_per_sentence": task.get("pairs_per_sentence", 0.0),
             "model": task.get("model")}
 
@@ -279,9 +282,11 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
         torch.set_num_threads(threads)
         table = Table("Extraction throughput: `tacred extract` end to end beside spaCy's NER alone (CPU, fp32)",
                       ["pipeline", "workers", "documents/s", "sentences/s", "% of spaCy NER", "% of NER + tagger",
-                       "model ms/sentence", "model MFLOP/sentence", "model time ÷ FLOP time", "peak RSS MiB per worker"])
+                       "sentences per CPU-s", "% of NER + tagger, CPU", "model CPU ms/sentence",
+                       "model MFLOP/sentence", "model time ÷ FLOP time", "peak RSS MiB per worker"])
         ceiling: dict[int, float] = {}
         tagger: dict[int, float] = {}
+        tagger_cpu = 0.0
         rates: list[float] = []
         pairs: dict[str, float] = {}
         for what, label in (("spacy", "spaCy NER alone (sentencizer + ner)"),
@@ -304,6 +309,7 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
                     ceiling[count] = got["sentences_per_s"]
                 if what == "spacy_tagger":
                     tagger[count] = got["sentences_per_s"]
+                    tagger_cpu = got["sentences_per_cpu_s"] or 0.0
                 pairs[label] = got["pairs_per_sentence"]
                 share = 100 * got["sentences_per_s"] / ceiling[count]
                 with_tagger = f"{100 * got['sentences_per_s'] / tagger[count]:.0f}%" if count in tagger else "—"
@@ -315,8 +321,11 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
                                    f"{model['ms_per_sentence'] / flop_ms:.2f}×"]
                 else:
                     model_cells = ["—", "—", "—"]
+                per_cpu = got["sentences_per_cpu_s"]
+                cpu_cells = ([per_cpu, f"{100 * per_cpu / tagger_cpu:.0f}%" if tagger_cpu else "—"] if per_cpu
+                             else ["—", "—"])
                 table.add(label, count, got["documents_per_s"], got["sentences_per_s"], f"{share:.0f}%", with_tagger,
-                          *model_cells, got["peak_rss_mib"])
+                          *cpu_cells, *model_cells, got["peak_rss_mib"])
     table.notes += [
         "candidate pairs asked per sentence: " + ", ".join(f"{k} {v:.2f}" for k, v in pairs.items() if v) + " (a "
         "pair of directed labels is asked twice; each pair is one forward pass row of the relation model).",
@@ -329,11 +338,15 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
         "dimension 120; no entity masking, so the candidate pairs of a sentence that share an object share its "
         "encoding) and MiniLM, each trained for one epoch on the demo corpus; the pipeline adds spaCy's tagger "
         "(the paper network reads POS tags) to the NER row's components.",
-        "model columns (one worker): the relation network's own time in the backend per sentence, the FLOPs of its "
+        "CPU columns (one worker): sentences per CPU-second of the row's process, and its share of the NER + "
+        "tagger row's: what the pipelines cost, whatever else runs on the machine (wall-clock rates drop when "
+        "other processes share the cores).",
+        "model columns (one worker): the relation network's own CPU time in the backend per sentence, the FLOPs of its "
         "matrix products at the sentences' real lengths (tacred.models.pair_scoring.pair_flops: with pair scoring "
         "the sentence's projections once plus each pair's attention, feed-forward and position-aware layer; before "
         "it, the whole network per pair; the transformer: every layer per marked input), and that time over the "
-        "time those FLOPs take at the matrix-product rate measured in the same worker (fp32, one thread: "
+        "time those FLOPs take at the matrix-product rate measured in the same worker (fp32, one thread, per "
+        "CPU-second: "
         + (", ".join(f"{r:.1f}" for r in rates) or "—") + " GFLOP/s; a 280 × 360 by 360 × 1,440 product).",
         "before: the same checkpoint with every candidate pair a TACRED dict run through the per-pair encoder and "
         "the plain forward pass (pairs that share an object and all words share the encoder), as tacred extract "

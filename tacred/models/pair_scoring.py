@@ -122,6 +122,9 @@ class PairScorer(nn.Module):
             if pa is not None:
                 weights.append(pa.hidden.weight * s2)  # (A, D)
                 biases.append(pa.hidden.weight @ outer_bias + pa.hidden.bias)
+            if not self.reads_input:  # the head-by-head path takes q scaled by 1/√Dh from the projection itself
+                weights[0], biases[0] = weights[0] / math.sqrt(attention.head_dim), biases[0] / math.sqrt(
+                    attention.head_dim)
             self.register_buffer("bank_weight", torch.cat(weights), persistent=False)  # (N, D)
             self.register_buffer("bank_bias", torch.cat(biases), persistent=False)  # (N,)
             self.register_buffer("input_scale", s2.clone(), persistent=False)  # x·s2 joins the bank's columns
@@ -170,15 +173,17 @@ class PairScorer(nn.Module):
         bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
             self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
         split = g * d
-        # the heads' projections laid out head-major per sentence, so each pair's copy is ready for the products
-        heads = bank[..., :split].reshape(-1, n, g, h, dh).permute(0, 2, 3, 1, 4).contiguous()  # (S, G, H, T, Dh)
-        heads = heads.index_select(0, sent)  # (P, G, H, T, Dh)
-        rest = bank[..., split:].index_select(0, sent)  # (P, T, [A +] D): W_h x·s2 and x·s2
+        # each pair's token rows: its sentence's row plus its object-position row, summed in one pass
+        # (embedding_bag over the sentences' rows and the 17 object rows), token-major (P, T, N + D)
+        width = bank.shape[-1]
+        own = (sent[:, None] * n + torch.arange(n, device=sent.device)).reshape(-1)  # (P·T,)
         bins = embed.bins(pairs.obj_positions)  # (P, T)
         if embed.object_position is not None:
-            added = self.object_bank[bins]  # (P, T, N)
-            heads += added[..., :split].view(p, n, g, h, dh).permute(0, 2, 3, 1, 4)
-            rest += added[..., split:]
+            index = torch.stack([own, bins.reshape(-1) + bank.shape[0] * n], dim=1)  # (P·T, 2)
+            rows_all = F.embedding_bag(index, torch.cat([bank.reshape(-1, width), self.object_bank]), mode="sum")
+        else:
+            rows_all = bank.reshape(-1, width).index_select(0, own)
+        rows_all = rows_all.view(p, n, width)
         changed = pairs.pair_words != pairs.words[sent]  # (P, T): the rows entity masking rewrote
         delta = None
         if bool(changed.any()):
@@ -187,17 +192,19 @@ class PairScorer(nn.Module):
             wd = delta.shape[1]
             moved = torch.cat([delta @ self.bank_weight[:, :wd].T, F.pad(delta * self.input_scale[:wd],
                                                                           (0, d - wd))], dim=-1)  # (M, N + D)
-            heads.permute(0, 3, 1, 2, 4).index_put_(rows, moved[:, :split].view(-1, g, h, dh), accumulate=True)
-            rest.index_put_(rows, moved[:, split:], accumulate=True)
+            rows_all.index_put_(rows, moved, accumulate=True)
+        heads = rows_all[..., :split].view(p, n, g, h, dh).permute(0, 2, 3, 1, 4)  # (P, G, H, T, Dh), a view
+        rest = rows_all[..., split:]  # (P, T, [A +] D): W_h x·s2 and x·s2
         x = None
         if self.reads_input:
             x = x_sent.index_select(0, sent) + (self.object_table[bins] if embed.object_position is not None else 0)
             if delta is not None:
                 x = x.index_put(rows, F.pad(delta, (0, d - delta.shape[1])), accumulate=True)
-        attended = self._attend(x, heads, pad)  # (P, T, D)
+        attended = self._attend(x, heads, pad) if self.reads_input else self._attend_per_head(heads, pad)  # (P, T, D)
         act = F.leaky_relu(attended @ self.fold_weight.T + self.fold_bias, self.negative_slope)  # (P, T, F)
         post = act @ self.post_weight.T  # (P, T, D [+ A])
-        states = (post[..., :d] + self.outer_bias + rest[..., -d:]).masked_fill(pad[:, :, None], 0.0)  # (P, T, D)
+        # (P, T, D); not zeroed at padding: the max-pool and the position-aware softmax leave padding out
+        states = post[..., :d] + self.outer_bias + rest[..., -d:]
         query = masked_max(states, pad)  # (P, D)
         if net.position_aware is None:
             return net.classifier(query)
@@ -207,6 +214,25 @@ class PairScorer(nn.Module):
         scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
         summary = (torch.softmax(scores, dim=-1)[:, :, None] * states).sum(dim=1)  # (P, D)
         return net.classifier(summary)  # (P, L)
+
+    def _attend_per_head(self, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """The paper's attention (relative-position scores with their own query, or none; no other hook), head by
+        head on the strided views of ``heads`` (P, G, H, T, Dh), so no head is copied out: → (P, T, D)."""
+        p, _, h, n, dh = heads.shape
+        distances = (torch.arange(n, device=heads.device)[None, :] - torch.arange(n, device=heads.device)[:, None]
+                     + n - 1).expand(p, n, n)  # (P, T, T): the column of distance j - i
+        keys = pad[:, None, :]  # (P, 1, T)
+        out = []
+        for i in range(h):
+            q, k, v = heads[:, 0, i], heads[:, 1, i], heads[:, 2, i]  # (P, T, Dh) each
+            logits = torch.bmm(q, k.transpose(1, 2))  # (P, T, T); q came scaled by 1/√Dh
+            for j, bias in enumerate(self.relative):
+                m = bias.m[i, clipped_distances(n, bias.max_distance, heads.device)]  # (2T-1, Dh)
+                r = heads[:, 3 + j, i].reshape(p * n, dh)  # (P·T, Dh), a view
+                logits += (r @ (m.T * (1.0 / math.sqrt(bias.head_dim)))).view(p, n, -1).gather(-1, distances)
+            weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)  # (P, T, T)
+            out.append(torch.bmm(weights, v))  # (P, T, Dh)
+        return torch.cat(out, dim=-1)  # (P, T, D)
 
     def _attend(self, x: torch.Tensor | None, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """The attention core of :class:`MultiHeadSelfAttention` with q, k, v (and W^r x) given as ``heads``
