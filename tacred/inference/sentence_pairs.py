@@ -15,6 +15,7 @@ import numpy as np
 from tacred.data.examples import Example
 from tacred.data.vocab import Vocabularies
 
+PAIR_TOKENS = 50 * 64  # token rows of a batch's pairs: 50 pairs of 64 tokens (~26 MB of rows for the 300-d network)
 # the arrays of a batch of sentences and their pairs (the fields of tacred.models.pair_scoring.SentencePairs)
 SENTENCE_PAIR_INPUTS = ("words", "pos", "ner", "pad_mask", "sentence", "pair_words", "subj_positions", "obj_positions")
 
@@ -104,13 +105,14 @@ def sentences_of_examples(vocab: Vocabularies, examples: Sequence[Mapping[str, A
     return sentences, rows
 
 
-def sentence_batches(sentences: Sequence[SentenceArrays], max_pairs: int, max_cells: int
-                     ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+def sentence_batches(sentences: Sequence[SentenceArrays], max_pairs: int, max_cells: int,
+                     max_tokens: int = PAIR_TOKENS) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
     """Batches of whole sentences of similar length (sorted by length, then position) with about ``max_pairs``
-    pairs, cut before pairs × length² passes ``max_cells``: ``(rows, arrays)``, ``rows`` the batch's pairs among
-    all (sentence by sentence, in order), ``arrays`` named as :data:`SENTENCE_PAIR_INPUTS` and padded to the
-    batch's longest sentence. A sentence alone may pass ``max_pairs``; one whose pairs alone pass ``max_cells``
-    (long, with many pairs) comes in batches of its own, a part of its pairs each."""
+    pairs, cut before pairs × length² passes ``max_cells`` (the attention's memory) or pairs × length passes
+    ``max_tokens`` (the pairs' token rows: about 8 KB each for the 300-d network): ``(rows, arrays)``, ``rows`` the
+    batch's pairs among all (sentence by sentence, in order), ``arrays`` named as :data:`SENTENCE_PAIR_INPUTS` and
+    padded to the batch's longest sentence. A sentence alone may pass ``max_pairs``; one whose pairs alone pass
+    ``max_cells`` or ``max_tokens`` (long, with many pairs) comes in batches of its own, a part of its pairs each."""
     lengths = [len(s.words) for s in sentences]
     starts = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
     order = sorted(range(len(sentences)), key=lambda i: (lengths[i], i))
@@ -125,17 +127,17 @@ def sentence_batches(sentences: Sequence[SentenceArrays], max_pairs: int, max_ce
         count, cells = len(sentences[i]), lengths[i] ** 2
         if count == 0:
             continue
-        if count * cells > max_cells:  # too many pairs for one batch: parts of them, alone
+        if count * cells > max_cells or count * lengths[i] > max_tokens:  # too many pairs for one batch: parts
             if batch:
                 yield done(batch)
                 batch, pairs = [], 0
-            step = max(1, max_cells // cells)
+            step = max(1, min(max_cells // cells, max_tokens // lengths[i]))
             for first in range(0, count, step):
                 part = _pairs_part(sentences[i], first, first + step)
                 yield np.arange(starts[i] + first, starts[i] + first + len(part)), pad_sentences([part])
             continue
         grown = pairs + count
-        if batch and (pairs >= max_pairs or grown * cells > max_cells):
+        if batch and (pairs >= max_pairs or grown * cells > max_cells or grown * lengths[i] > max_tokens):
             yield done(batch)
             batch, grown = [], count
         batch.append(i)
