@@ -9,7 +9,8 @@ demo corpus (speed does not depend on how well they were trained); the documents
 document, or those of another TACRED-format file (``--documents data/kbp37/test.json``: real news text, with more
 candidate pairs per sentence).
 
-    python benchmarks/extract_throughput.py [--documents FILE] [--pipelines spacy_tagger,paper,paper50,minilm]
+    python benchmarks/extract_throughput.py [--documents FILE] [--pipelines spacy_tagger,paper_plain,paper,...]
+        [--workers 1]
 """
 
 from __future__ import annotations
@@ -103,12 +104,93 @@ class WorkerPeaks:
         return self.peak
 
 
+def matmul_rate(seconds: float = 0.5) -> float:
+    """This process's fp32 matrix-product rate in FLOP per CPU-second (best of three rounds of about ``seconds / 3``
+    of CPU time, so that other processes on the cores do not count), on the
+    relation model's typical product: 8 pairs of 35 tokens (280 rows) × the 300-d network's 360 → 1,440 projection."""
+    import torch
+
+    a, b = torch.randn(280, 360), torch.randn(360, 1440)
+    flops = 2 * 280 * 360 * 1440
+    best = 0.0
+    for _ in range(3):
+        count, start = 0, time.process_time()
+        while (elapsed := time.process_time() - start) < seconds / 3:
+            torch.mm(a, b)
+            count += 1
+        best = max(best, count * flops / elapsed)
+    return best
+
+
+def transformer_flops(config: dict[str, Any], length: int, num_labels: int) -> float:
+    """FLOPs (2 per multiply-add) of the matrix products of Zhou & Chen's classifier over one marked input of
+    ``length`` sub-words: per layer the q, k, v and output projections, q·kᵀ and weights·v, the feed-forward; the
+    head."""
+    h, inner, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+    per_layer = 2 * length * h * 4 * h + 2 * 2 * length * length * h + 2 * 2 * length * h * inner
+    return layers * per_layer + 2 * (2 * h * h + h * num_labels)
+
+
+class ModelClock:
+    """Times the backend's calls (the relation network alone) and records what they computed, for FLOPs."""
+
+    def __init__(self, predictor: Any) -> None:
+        self.seconds = 0.0
+        self.calls: list[tuple[str, Any]] = []  # (method, the shapes that decide the FLOPs)
+        backend = predictor.backend
+        self.net = getattr(getattr(backend, "module", None), "net", None)
+        for name in ("probabilities", "pair_probabilities"):
+            method = getattr(backend, name, None)
+            if method is not None:
+                setattr(backend, name, self._timed(name, method))
+
+    def _timed(self, name: str, method: Any) -> Any:
+        import numpy as np
+
+        def timed(arrays: dict[str, Any]) -> Any:
+            start = time.process_time()  # CPU time: the machine may be shared
+            out = method(arrays)
+            self.seconds += time.process_time() - start
+            lengths = (~arrays["pad_mask"]).sum(axis=1)
+            if name == "pair_probabilities":
+                sentence = arrays["sentence"]
+                masked = (arrays["pair_words"] != arrays["words"][sentence]).sum(axis=1)
+                self.calls.append((name, (lengths, np.bincount(sentence, minlength=len(lengths)),
+                                          np.bincount(sentence, weights=masked, minlength=len(lengths)))))
+            else:
+                self.calls.append((name, lengths))
+            return out
+
+        return timed
+
+    def flops(self) -> float:
+        """The FLOPs of every recorded call at the inputs' real lengths (padding not counted)."""
+        from tacred.models.network import RelationNetwork
+        from tacred.models.pair_scoring import pair_flops
+        from tacred.models.transformer import TransformerNetwork
+
+        total = 0.0
+        for name, shapes in self.calls:
+            if isinstance(self.net, TransformerNetwork):
+                config = self.net.encoder.config.to_dict()
+                labels = self.net.head[-1].out_features
+                total += sum(transformer_flops(config, int(t), labels) for t in shapes)
+            elif isinstance(self.net, RelationNetwork) and name == "pair_probabilities":
+                for t, pairs, masked in zip(*shapes, strict=True):
+                    if pairs:
+                        shared, per_pair = pair_flops(self.net, int(t), True, masked / pairs)
+                        total += shared + pairs * per_pair
+            elif isinstance(self.net, RelationNetwork):
+                total += sum(pair_flops(self.net, int(t), False)[1] for t in shapes)
+        return total
+
+
 def worker(task: dict[str, Any]) -> dict[str, Any]:
     """One row in this process: ``{"what": "spacy"|"spacy_tagger"|"extract", "workers", "ckpt", "data_dir",
     "documents"}``."""
     docs = _documents(Path(task["source"]), task["documents"])
     peaks = WorkerPeaks() if task["workers"] > 1 else None
-    stamps: list[tuple[float, int, int]] = []  # (time, documents, sentences) as results come
+    stamps: list[tuple[float, float, int, int]] = []  # (time, CPU time, documents, sentences) as results come
     if task["what"] in ("spacy", "spacy_tagger"):
         import spacy
 
@@ -122,7 +204,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         for i, doc in enumerate(nlp.pipe(docs, batch_size=CHUNK, n_process=task["workers"])):
             sentences += sum(1 for _ in doc.sents)
             if (i + 1) % CHUNK == 0 or i + 1 == len(docs):
-                stamps.append((time.perf_counter(), i + 1, sentences))
+                stamps.append((time.perf_counter(), time.process_time(), i + 1, sentences))
     else:
         from tacred.extraction.documents import Document
         from tacred.extraction.output import Totals
@@ -140,28 +222,46 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
                 counted["documents"] += len(done.results) + len(done.bad)
                 counted["sentences"] += sum(r.sentences for r in done.results)
                 counted["pairs"] += sum(r.pairs for r in done.results)
-                stamps.append((time.perf_counter(), counted["documents"], counted["sentences"]))
+                stamps.append((time.perf_counter(), time.process_time(), counted["documents"], counted["sentences"]))
 
             def finish(self) -> Totals:
                 return Totals()
 
+        from tacred.inference.predictor import Predictor
+
+        per_sentence = Predictor.encodes_sentences
+        if task.get("plain"):  # before pair scoring: every pair a TACRED dict, one network row per pair
+            Predictor.encodes_sentences = property(lambda self: False)  # type: ignore[method-assign,assignment]
         extractor = DocumentExtractor(settings) if task["workers"] == 1 else None
+        clock = ModelClock(extractor.predictor) if extractor is not None else None
+        rate = matmul_rate() if clock is not None else 0.0
         documents = (Document(f"doc{i}", text) for i, text in enumerate(docs))
-        run_extraction(settings, documents, TimingSink(), task["workers"], CHUNK, extractor=extractor)
+        try:
+            run_extraction(settings, documents, TimingSink(), task["workers"], CHUNK, extractor=extractor)
+        finally:  # quick mode runs every row in this process
+            Predictor.encodes_sentences = per_sentence  # type: ignore[method-assign]
         task["pairs_per_sentence"] = counted["pairs"] / max(counted["sentences"], 1)
+        if clock is not None:
+            sentences = max(counted["sentences"], 1)
+            task["model"] = {"ms_per_sentence": 1000 * clock.seconds / sentences,
+                             "mflop_per_sentence": clock.flops() / sentences / 1e6, "gflops": rate / 1e9}
     first, last = stamps[0], stamps[-1]
-    elapsed = last[0] - first[0]
+    elapsed, cpu = last[0] - first[0], last[1] - first[1]
     rss = high_water_mib() if peaks is None else peaks.close()
-    return {"documents_per_s": (last[1] - first[1]) / elapsed, "sentences_per_s": (last[2] - first[2]) / elapsed,
-            "peak_rss_mib": rss, "pairs_per_sentence": task.get("pairs_per_sentence", 0.0)}
+    return {"documents_per_s": (last[2] - first[2]) / elapsed, "sentences_per_s": (last[3] - first[3]) / elapsed,
+            # one worker: sentences per CPU-second of this process, which other processes on the cores do not slow
+            "sentences_per_cpu_s": (last[3] - first[3]) / cpu if task["workers"] == 1 and cpu > 0 else None,
+            "peak_rss_mib": rss, "pairs_per_sentence": task.get("pairs_per_sentence", 0.0),
+            "model": task.get("model")}
 
 
 
 
-PIPELINES = ("spacy", "spacy_tagger", "paper", "paper50", "minilm")
+PIPELINES = ("spacy", "spacy_tagger", "paper_plain", "paper", "paper50", "minilm")
 
 
-def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str, ...] | None = None) -> Table:
+def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str, ...] | None = None,
+        workers: tuple[int, ...] = (1, 2)) -> Table:
     """The table; ``pipelines`` default to all of :data:`PIPELINES` (quick: all but the 50-d network, whose code path
     the tiny paper network's row already runs)."""
     import torch
@@ -177,32 +277,55 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
         write_corpus(work / "data", n_train=100 if quick else 600, n_dev=40 if quick else 100, n_test=200)
         threads = torch.get_num_threads()
         checkpoints = {kind: _train(kind, work, work / "data", quick) for kind in ("paper", "paper50", "minilm")
-                       if kind in pipelines}
+                       if kind in pipelines or (kind == "paper" and "paper_plain" in pipelines)}
+        checkpoints["paper_plain"] = checkpoints.get("paper", "")
         torch.set_num_threads(threads)
         table = Table("Extraction throughput: `tacred extract` end to end beside spaCy's NER alone (CPU, fp32)",
-                      ["pipeline", "workers", "documents/s", "sentences/s", "% of spaCy NER", "peak RSS MiB per worker"])
+                      ["pipeline", "workers", "documents/s", "sentences/s", "% of spaCy NER", "% of NER + tagger",
+                       "sentences per CPU-s", "% of NER + tagger, CPU", "model CPU ms/sentence",
+                       "model MFLOP/sentence", "model time ÷ FLOP time", "peak RSS MiB per worker"])
         ceiling: dict[int, float] = {}
+        tagger: dict[int, float] = {}
+        tagger_cpu = 0.0
+        rates: list[float] = []
         pairs: dict[str, float] = {}
         for what, label in (("spacy", "spaCy NER alone (sentencizer + ner)"),
                             ("spacy_tagger", "spaCy NER + tagger (what the paper network needs)"),
+                            ("paper_plain", "paper network (tiny), one pass per pair (before)" if quick else
+                             "paper network (300-d words), one pass per pair (before)"),
                             ("paper", "paper network (tiny)" if quick else "paper network (300-d words)"),
                             ("paper50", "paper network, 50-d words (the GloVe models' layout)"),
                             ("minilm", "tiny BERT" if quick else "MiniLM (all-MiniLM-L6-v2)")):
             if what not in pipelines and what != "spacy":  # spaCy's NER alone: the ceiling every row is read against
                 continue
-            for workers in (1,) if quick else (1, 2):
-                task = {"what": what if what.startswith("spacy") else "extract", "workers": workers,
+            for count in (1,) if quick else workers:
+                task = {"what": what if what.startswith("spacy") else "extract", "workers": count,
                         "ckpt": str(checkpoints.get(what, "")), "source": str(documents or work / "data"),
-                        "documents": n_docs}
+                        "documents": n_docs, "plain": what == "paper_plain"}
                 # quick: in this process, a smoke test
                 got = worker(task) if quick else run_worker(__file__, task, env={"OMP_NUM_THREADS": "1"})
                 torch.set_num_threads(threads)
                 if what == "spacy":
-                    ceiling[workers] = got["sentences_per_s"]
+                    ceiling[count] = got["sentences_per_s"]
+                if what == "spacy_tagger":
+                    tagger[count] = got["sentences_per_s"]
+                    tagger_cpu = got["sentences_per_cpu_s"] or 0.0
                 pairs[label] = got["pairs_per_sentence"]
-                share = 100 * got["sentences_per_s"] / ceiling[workers]
-                table.add(label, workers, got["documents_per_s"], got["sentences_per_s"], f"{share:.0f}%",
-                          got["peak_rss_mib"])
+                share = 100 * got["sentences_per_s"] / ceiling[count]
+                with_tagger = f"{100 * got['sentences_per_s'] / tagger[count]:.0f}%" if count in tagger else "—"
+                model = got.get("model")
+                if model:
+                    rates.append(model["gflops"])
+                    flop_ms = model["mflop_per_sentence"] / model["gflops"]  # MFLOP / (GFLOP/s) = ms
+                    model_cells = [model["ms_per_sentence"], model["mflop_per_sentence"],
+                                   f"{model['ms_per_sentence'] / flop_ms:.2f}×"]
+                else:
+                    model_cells = ["—", "—", "—"]
+                per_cpu = got["sentences_per_cpu_s"]
+                cpu_cells = ([per_cpu, f"{100 * per_cpu / tagger_cpu:.0f}%" if tagger_cpu else "—"] if per_cpu
+                             else ["—", "—"])
+                table.add(label, count, got["documents_per_s"], got["sentences_per_s"], f"{share:.0f}%", with_tagger,
+                          *cpu_cells, *model_cells, got["peak_rss_mib"])
     table.notes += [
         "candidate pairs asked per sentence: " + ", ".join(f"{k} {v:.2f}" for k, v in pairs.items() if v) + " (a "
         "pair of directed labels is asked twice; each pair is one forward pass row of the relation model).",
@@ -215,6 +338,20 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
         "dimension 120; no entity masking, so the candidate pairs of a sentence that share an object share its "
         "encoding) and MiniLM, each trained for one epoch on the demo corpus; the pipeline adds spaCy's tagger "
         "(the paper network reads POS tags) to the NER row's components.",
+        "CPU columns (one worker): sentences per CPU-second of the row's process, and its share of the NER + "
+        "tagger row's: what the pipelines cost, whatever else runs on the machine (wall-clock rates drop when "
+        "other processes share the cores).",
+        "model columns (one worker): the relation network's own CPU time in the backend per sentence, the FLOPs of its "
+        "matrix products at the sentences' real lengths (tacred.models.pair_scoring.pair_flops: with pair scoring "
+        "the sentence's projections once plus each pair's attention, feed-forward and position-aware layer; before "
+        "it, the whole network per pair; the transformer: every layer per marked input), and that time over the "
+        "time those FLOPs take at the matrix-product rate measured in the same worker (fp32, one thread, per "
+        "CPU-second: "
+        + (", ".join(f"{r:.1f}" for r in rates) or "—") + " GFLOP/s; a 280 × 360 by 360 × 1,440 product).",
+        "before: the same checkpoint with every candidate pair a TACRED dict run through the per-pair encoder and "
+        "the plain forward pass (pairs that share an object and all words share the encoder), as tacred extract "
+        "did before pair scoring; after: arrays built per sentence and every pair of a sentence from one shared "
+        "pass (tacred.models.pair_scoring).",
         "peak RSS: the row's process with one worker; the largest worker process with two (VmHWM)."
         + (" Quick mode: one worker, in the benchmark's own process (RSS includes the trainings)." if quick else ""),
     ]
@@ -234,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipelines", default=None,
                         help=f"which rows besides spaCy's NER alone (default: {','.join(PIPELINES)}; --quick: all "
                              "but paper50)")
+    parser.add_argument("--workers", default="1,2", help="worker processes per row, e.g. 1 or 1,2 (default 1,2)")
     args = parser.parse_args(argv)
     wanted = None if args.pipelines is None else tuple(p for p in args.pipelines.split(",") if p)
     unknown = sorted(set(wanted or ()) - set(PIPELINES))
@@ -241,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--pipelines: unknown {', '.join(unknown)} (choose from {', '.join(PIPELINES)})")
     if args.documents is not None and not args.documents.exists():
         parser.error(f"--documents {args.documents}: not found")
-    print(run(quick=args.quick, documents=args.documents, pipelines=wanted).render())
+    counts = tuple(int(w) for w in args.workers.split(",") if w)
+    print(run(quick=args.quick, documents=args.documents, pipelines=wanted, workers=counts).render())
     return 0
 
 

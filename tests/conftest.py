@@ -152,7 +152,7 @@ LONGEST_FIRST = (
     "test_faults.py", "experiments/test_ensemble.py", "training/test_progress.py", "test_notebooks.py", "training/test_tracking.py",
     "experiments/test_tuning.py", "analysis/test_plots.py", "test_distributed.py", "models/test_transformer.py",
     "models/test_model.py", "serving/test_server.py", "test_cli.py", "extraction/test_extract_command.py",
-    "inference/test_shipped.py",
+    "inference/test_shipped.py", "inference/test_sentence_pairs.py", "models/test_pair_scoring.py",
 )
 
 

@@ -127,8 +127,15 @@ def test_extraction_table_sets_the_pipeline_beside_spacy_ner_alone(quick_output)
     rows = table_rows(quick_output[0], "Extraction throughput")
     assert [(r[0], r[1]) for r in rows] == [("spaCy NER alone (sentencizer + ner)", "1"),
                                            ("spaCy NER + tagger (what the paper network needs)", "1"),
+                                           ("paper network (tiny), one pass per pair (before)", "1"),
                                            ("paper network (tiny)", "1"), ("tiny BERT", "1")]
     assert rows[0][4] == "100%" and all(r[4].endswith("%") and float(r[3].replace(",", "")) > 0 for r in rows)
+    assert rows[1][5] == "100%" and all(r[5].endswith("%") for r in rows[1:])  # beside spaCy NER + tagger
+    for row in rows:  # rates per CPU-second (one worker), beside NER + tagger's
+        assert float(row[6].replace(",", "")) > 0 and (row[7].endswith("%") or row is rows[0])
+    for row in rows[2:]:  # the relation model's CPU time, FLOPs and their ratio at the measured matmul rate
+        assert float(row[8]) > 0 and float(row[9].replace(",", "")) > 0 and float(row[10].rstrip("×")) > 0
+    assert " GFLOP/s" in quick_output[0]
     assert "get_cpu_capability() = " in quick_output[0]
 
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tacred.data.spacy_pipeline import NOMINAL, map_ner, map_pos
 from tacred.evaluation.decision import decide
 from tacred.inference.directions import DirectedLabels, is_directed
@@ -148,6 +150,27 @@ def _example(features: dict[str, list[str]], s: _Candidate, o: _Candidate, no_re
             "obj_end": o.last, "subj_type": s.mention.type, "obj_type": o.mention.type}
 
 
+def _sentence_probabilities(predictor: Predictor, by_sentence: dict[tuple[int, int], tuple[dict[str, list[str]], list[
+        tuple[int, _Candidate, _Candidate]]]], both_orders: bool) -> np.ndarray:
+    """The probabilities of every candidate pair, in the rows of its owner (both orders: (2N, L), in pairs of
+    orders), from arrays built per sentence (:meth:`Predictor.pair_probabilities`)."""
+    from tacred.inference.sentence_pairs import SentenceEncoder
+
+    encode = SentenceEncoder(predictor.encoder.vocab)
+    sentences, rows = [], []
+    for features, pairs in by_sentence.values():
+        asked = [(s, o) for _, s, o in pairs] + ([(o, s) for _, s, o in pairs] if both_orders else [])
+        spans = np.array([[s.first, s.last, o.first, o.last] for s, o in asked], dtype=np.int64)
+        sentences.append(encode(features["token"], features["stanford_pos"], features["stanford_ner"], spans,
+                                [s.mention.type for s, _ in asked], [o.mention.type for _, o in asked]))
+        owners = np.array([row for row, _, _ in pairs], dtype=np.int64)
+        rows.append(np.concatenate([2 * owners, 2 * owners + 1]) if both_orders else owners)
+    found = predictor.pair_probabilities(sentences)
+    probs = np.empty_like(found)
+    probs[np.concatenate(rows)] = found
+    return probs
+
+
 def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int) -> Language:
     """The spaCy pipeline that relations in plain text need and no more (``m.extract``, ``tacred extract``, the
     server's ``/extract``): sentence boundaries (the rule-based sentencizer unless nominal pairs need the parser),
@@ -197,6 +220,9 @@ def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence
     results: list[TextRelations] = []
     examples: list[dict[str, Any]] = []
     owners: list[tuple[int, int, Mention, Mention]] = []
+    # the word-vocabulary models get their pairs as arrays built per sentence (tacred.inference.sentence_pairs)
+    by_sentence: dict[tuple[int, int], tuple[dict[str, list[str]], list[tuple[int, _Candidate, _Candidate]]]] | None = (
+        {} if getattr(predictor, "encodes_sentences", False) else None)
     for n, doc in enumerate(docs):
         found, sentences = [], []
         for k, sent in enumerate(doc.sents):
@@ -215,14 +241,20 @@ def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence
                         len(found), max_pairs)
             found = sorted(found, key=lambda f: f[0])[:max_pairs]
         for _, k, features, s, o in found:
-            examples.append(_example(features, s, o, no_relation))
-            if rule.both_orders:
-                examples.append(_example(features, o, s, no_relation))
+            if by_sentence is not None:  # arrays per sentence: no dict per pair
+                by_sentence.setdefault((n, k), (features, []))[1].append((len(owners), s, o))
+            else:
+                examples.append(_example(features, s, o, no_relation))
+                if rule.both_orders:
+                    examples.append(_example(features, o, s, no_relation))
             owners.append((n, k, s.mention, o.mention))
         results.append(TextRelations([], sentences, len(found)))
     if not owners:
         return results
-    probs = predictor.probabilities(examples)  # (N, L), or (2N, L) in pairs of orders
+    if by_sentence is not None:
+        probs = _sentence_probabilities(predictor, by_sentence, rule.both_orders)
+    else:
+        probs = predictor.probabilities(examples)  # (N, L), or (2N, L) in pairs of orders
     if rule.both_orders:
         directed = DirectedLabels.from_labels(labels)
         forward, backward = probs[0::2], probs[1::2]

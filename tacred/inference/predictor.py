@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from spacy.language import Language
 
     from tacred.inference.extract import Relation
+    from tacred.inference.sentence_pairs import SentenceArrays
 
 
 EXTRACT_BATCH = 32  # texts that :meth:`Predictor.extract` reads from an iterable before predicting them
@@ -70,6 +71,13 @@ class Predictor:
         self.max_tokens = check_max_tokens(max_tokens)
         self._nlp: Language | None = None
         self._text_nlp: Language | None = None
+
+    @property
+    def encodes_sentences(self) -> bool:
+        """Whether candidate pairs can be given per sentence (:meth:`pair_probabilities`): a word-vocabulary model
+        whose words are the tokens (lemma vocabularies take the per-pair dicts, which carry lemmas)."""
+        vocab = getattr(self.encoder, "vocab", None)
+        return self.encoder.kind == "words" and vocab is not None and not vocab.use_lemmas
 
     @property
     def labels(self) -> list[str]:
@@ -148,6 +156,20 @@ class Predictor:
         probs = np.zeros((len(encoded), len(self.labels)), dtype=np.float32)
         for indices, arrays in encoded.batches(self.batch_size):
             probs[indices] = self.backend.probabilities(arrays)
+        return probs
+
+    def pair_probabilities(self, sentences: Sequence[SentenceArrays]) -> np.ndarray:
+        """Label probabilities (P, L) of the candidate pairs of sentences encoded per sentence
+        (:mod:`tacred.inference.sentence_pairs`; word-vocabulary models), sentence by sentence in order. A batch holds
+        whole sentences: a backend with ``pair_probabilities`` (torch) scores a sentence's pairs from one shared
+        pass, any other gets the pairs' plain arrays."""
+        from tacred.inference.encoding import MAX_CELLS
+        from tacred.inference.sentence_pairs import pair_arrays, sentence_batches
+
+        probs = np.zeros((sum(len(s) for s in sentences), len(self.labels)), dtype=np.float32)
+        shared = getattr(self.backend, "pair_probabilities", None)
+        for rows, arrays in sentence_batches(sentences, self.batch_size, MAX_CELLS):
+            probs[rows] = shared(arrays) if shared is not None else self.backend.probabilities(pair_arrays(arrays))
         return probs
 
     def predict_examples(self, examples: Sequence[Mapping[str, Any]]) -> list[Prediction]:

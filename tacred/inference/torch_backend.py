@@ -25,6 +25,13 @@ class TorchBackend:
         with torch.inference_mode():
             return self.module(**tensors).cpu().numpy()
 
+    def pair_probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """Probabilities (P, L) of a batch of sentences' pairs (:func:`tacred.inference.sentence_pairs.pad_sentences`)
+        from one shared pass per sentence where the network allows it (:mod:`tacred.models.pair_scoring`)."""
+        tensors = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
+        with torch.inference_mode():
+            return self.module.pair_probabilities(**tensors).cpu().numpy()
+
 
 def load_checkpoint_predictor(path: str | Path, device: str = "auto", checkpoint: dict[str, Any] | None = None,
                               **options: Any) -> Predictor:

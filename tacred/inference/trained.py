@@ -180,6 +180,21 @@ class ProbabilityNetwork(nn.Module):
             logits = self.net(batch).logits
         return torch.softmax(logits.float(), dim=-1)  # (B, L)
 
+    def pair_probabilities(self, words: torch.Tensor, pos: torch.Tensor, ner: torch.Tensor, pad_mask: torch.Tensor,
+                           sentence: torch.Tensor, pair_words: torch.Tensor, subj_positions: torch.Tensor,
+                           obj_positions: torch.Tensor) -> torch.Tensor:
+        """Probabilities (P, L) of S sentences' P candidate pairs (the arrays of
+        :class:`tacred.models.pair_scoring.SentencePairs`): each sentence's shared part once
+        (:func:`~tacred.models.pair_scoring.pair_logits`; the plain pass for a network that does not allow it)."""
+        from tacred.models.pair_scoring import PairScorer, SentencePairs, pair_logits, unfactored_reason
+
+        if "_pair_scorer" not in self.__dict__:  # folded from the weights once (not a submodule: no state_dict keys)
+            self.__dict__["_pair_scorer"] = PairScorer(self.net) if unfactored_reason(self.net) is None else None
+        pairs = SentencePairs(words, pos, ner, pad_mask, sentence, pair_words, subj_positions, obj_positions)
+        if self.training:
+            return torch.softmax(self.net(pairs.pair_batch()).logits.float(), dim=-1)
+        return torch.softmax(pair_logits(self.net, pairs, self.__dict__["_pair_scorer"]).float(), dim=-1)
+
     def _shared(self, batch: Batch) -> torch.Tensor:
         """The logits with each distinct encoder input encoded once."""
         from tacred.models.encoder import Encoded

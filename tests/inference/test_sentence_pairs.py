@@ -1,0 +1,209 @@
+"""Candidate pairs as arrays per sentence (tacred/inference/sentence_pairs.py) and their one shared pass per sentence:
+the same arrays as the per-pair encoding, and the same probabilities (within 1e-5) and labels as the plain forward
+pass, on a small trained model over many random pairs and on KBP37's test pairs (when ../shared/data/kbp37 is
+there)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tacred.data.examples import Example
+from tacred.data.features import FeatureEncoder
+from tacred.data.vocab import Vocabularies
+from tacred.inference.sentence_pairs import (
+    SentenceArrays,
+    binned_positions,
+    pad_sentences,
+    pair_arrays,
+    sentence_batches,
+    sentences_of_examples,
+)
+
+KBP37 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kbp37"
+
+
+def random_pairs(rows: list[dict[str, Any]], types: list[str], seed: int, most: int = 9) -> list[dict[str, Any]]:
+    """For each sentence, 1 to ``most`` random candidate pairs (disjoint spans of 1 to 3 tokens, random types)."""
+    rng = random.Random(seed)
+    out = []
+    for r in rows:
+        n = len(r["token"])
+        for _ in range(rng.randint(1, most)):
+            a = rng.randrange(n)
+            b = rng.randrange(n)
+            if a == b:
+                continue
+            (s0, s1), (o0, o1) = sorted([(a, a), (b, b)])
+            if rng.random() < 0.5:  # a longer span, still disjoint, either argument first
+                s1 = min(s1 + rng.randint(0, 2), o0 - 1)
+            if rng.random() < 0.5:
+                (s0, s1), (o0, o1) = (o0, o1), (s0, s1)
+            out.append({**r, "id": f"{r['id']}-{len(out)}", "subj_start": s0, "subj_end": s1, "obj_start": o0,
+                        "obj_end": o1, "subj_type": rng.choice(types), "obj_type": rng.choice(types)})
+    rng.shuffle(out)  # pairs of a sentence need not be neighbours
+    return out
+
+
+def test_binned_positions_are_the_data_bins() -> None:
+    from tacred.data.examples import log_bin, relative_positions
+
+    for n, start, end in ((1, 0, 0), (7, 2, 4), (300, 0, 0), (300, 299, 299), (300, 100, 140)):
+        expected = [log_bin(p) for p in relative_positions(start, end, n)]
+        assert binned_positions(np.array([start]), np.array([end]), n)[0].tolist() == expected
+
+
+@pytest.mark.parametrize("masking", [True, False])
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_sentence_arrays_are_the_per_pair_encoding(checkpoint: Path, masking: bool, lowercase: bool) -> None:
+    from tacred.checkpoints import read_checkpoint
+
+    vocab = Vocabularies.from_dict(read_checkpoint(checkpoint)["tacred_vocab"])
+    vocab.entity_masking, vocab.lowercase = masking, lowercase
+    rows = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text(encoding="utf-8"))
+    examples = random_pairs(rows, ["PERSON", "ORGANIZATION", "LOCATION", "NOVEL"], seed=1)
+    sentences, at = sentences_of_examples(vocab, examples)
+    assert sum(len(s) for s in sentences) == len(examples) and sorted(at.tolist()) == list(range(len(examples)))
+    batch = pad_sentences(sentences)
+    plain = pair_arrays(batch)
+    encode = FeatureEncoder(vocab)
+    for i, raw in enumerate(examples):
+        row = encode(Example.from_dict(raw, i))
+        n = len(row["words"])
+        for key, name in (("words", "words"), ("pos", "pos"), ("ner", "ner"), ("subj", "subj_positions"),
+                          ("obj", "obj_positions")):
+            assert plain[name][at[i], :n].tolist() == row[key].tolist(), (i, key)
+        assert not plain["pad_mask"][at[i], :n].any() and plain["pad_mask"][at[i], n:].all()
+
+
+def test_batches_keep_each_sentence_whole_and_every_pair_once() -> None:
+    rng = np.random.default_rng(0)
+    sentences = []
+    for _ in range(40):
+        n, p = int(rng.integers(2, 30)), int(rng.integers(0, 12))
+        ids = np.arange(p * n, dtype=np.int64).reshape(p, n)  # each pair's rows tell it apart
+        sentences.append(SentenceArrays(np.arange(n), np.ones(n, np.int64), np.ones(n, np.int64), ids, ids, ids))
+    sentences.append(SentenceArrays(np.arange(29), np.ones(29, np.int64), np.ones(29, np.int64),
+                                    *[np.arange(12 * 29).reshape(12, 29)] * 3))  # 12 pairs × 29²: more than a batch
+    starts = np.concatenate([[0], np.cumsum([len(s) for s in sentences])])
+    owner = np.repeat(np.arange(len(sentences)), [len(s) for s in sentences])
+    seen = []
+    for rows, arrays in sentence_batches(sentences, max_pairs=20, max_cells=10 * 29 * 29, max_tokens=400):
+        seen += rows.tolist()
+        assert len(arrays["sentence"]) == len(rows) and len(arrays["pair_words"]) == len(rows)
+        for k, row in enumerate(rows):  # each row's arrays are its pair's, beside its own sentence
+            s = sentences[owner[row]]
+            assert arrays["pair_words"][k, :len(s.words)].tolist() == s.pair_words[row - starts[owner[row]]].tolist()
+            assert arrays["words"][arrays["sentence"][k], :len(s.words)].tolist() == s.words.tolist()
+        members = sorted(set(owner[rows].tolist()))
+        whole = all(set(range(starts[m], starts[m + 1])) <= set(rows.tolist()) for m in members)
+        assert whole or members == [len(sentences) - 1]  # only the too-large sentence comes in parts
+        width = arrays["pad_mask"].shape[1]
+        assert (len(rows) * width ** 2 <= 10 * 29 * 29 and len(rows) * width <= 400) or len(members) == 1
+    assert sorted(seen) == list(range(int(starts[-1])))
+
+
+def _probabilities_both_ways(predictor, examples: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    plain = predictor.probabilities(examples)  # one row per pair, the plain forward pass
+    sentences, at = sentences_of_examples(predictor.encoder.vocab, examples)
+    return plain, predictor.pair_probabilities(sentences)[at]
+
+
+def assert_same_decisions(plain: np.ndarray, shared: np.ndarray) -> None:
+    assert shared.shape == plain.shape
+    assert np.abs(shared - plain).max() < 1e-5
+    assert (shared.argmax(-1) == plain.argmax(-1)).all()
+
+
+def test_shared_pass_equals_the_plain_pass_on_a_trained_model_over_random_pairs(checkpoint: Path) -> None:
+    import tacred
+
+    predictor = tacred.load_model(checkpoint, device="cpu")
+    rows = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text(encoding="utf-8"))
+    types = sorted({w.split("-", 1)[1] for w in predictor.encoder.vocab.words.itos if w.startswith("OBJ-")})
+    examples = random_pairs(rows, types, seed=2)
+    assert len(examples) > 150
+    plain, shared = _probabilities_both_ways(predictor, examples)
+    assert_same_decisions(plain, shared)
+
+    class PlainBackend:  # a backend without pair scoring (as ONNX Runtime) gets the pairs' plain arrays
+        device = "cpu"
+        probabilities = predictor.backend.probabilities
+
+    predictor.backend = PlainBackend()
+    sentences, at = sentences_of_examples(predictor.encoder.vocab, examples)
+    assert_same_decisions(plain, predictor.pair_probabilities(sentences)[at])
+
+
+def test_extraction_from_arrays_per_sentence_finds_what_per_pair_dicts_find(checkpoint: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import tacred
+    from tacred.inference import extract
+    from tacred.inference.predictor import Predictor
+
+    predictor = tacred.load_model(checkpoint, device="cpu")
+    rows = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text(encoding="utf-8"))
+    texts = [" ".join(r["token"][:-1]) + " , and " + " ".join(q["token"]) for r, q in zip(rows, rows[1:], strict=False)]
+    asked: list[np.ndarray] = []
+    real = extract._sentence_probabilities
+    monkeypatch.setattr(extract, "_sentence_probabilities", lambda *a: asked.append(real(*a)) or asked[-1])
+    shared = predictor.extract(texts)
+    assert asked and sum(len(a) for a in asked) > len(texts)  # the arrays per sentence were used
+    monkeypatch.setattr(Predictor, "encodes_sentences", property(lambda self: False))
+    plain = predictor.extract(texts)
+    assert [[(r.relation, r.subject, r.object, r.sentence) for r in t] for t in shared] == \
+        [[(r.relation, r.subject, r.object, r.sentence) for r in t] for t in plain]
+    for s, p in zip(shared, plain, strict=True):
+        assert np.allclose([r.probability for r in s], [r.probability for r in p], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -> None:
+    """KBP37's test pairs (its first 500 test sentences, converted here with spaCy: the whole release takes minutes)
+    under a small network trained for one epoch on 600 of its training sentences, with entity masking; then
+    extraction from 150 of the raw test sentences, whose every unordered entity pair is asked in both orders."""
+    if not (KBP37 / "test.txt").is_file():
+        pytest.skip(f"KBP37 is not found at {KBP37}")
+    from tacred.data.kbp37 import KBP37_LABELS, convert_records, read_kbp37
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.training import fit
+
+    try:
+        nlp = load_spacy()
+    except SpacyModelError as err:
+        pytest.skip(f"no spaCy English model installed: {err}")
+    data = tmp_path / "kbp37"
+    data.mkdir()
+    splits = {"train": ("train.txt", 600), "dev": ("dev.txt", 100), "test": ("test.txt", 500)}
+    converted = {}
+    for split, (name, count) in splits.items():
+        converted[split] = convert_records(read_kbp37(KBP37 / name)[:count], split, nlp)
+        (data / f"{split}.json").write_text(json.dumps(converted[split]), encoding="utf-8")
+    (data / "labels.json").write_text(json.dumps(list(KBP37_LABELS)), encoding="utf-8")
+    # entity masking on (the KBP37 recipe has it off): the pairs' changed rows are exercised on real sentences too
+    fit(args=["--data.data_dir", str(data), "--data.labels", str(data / "labels.json"), "--trainer.max_epochs", "1", "--trainer.accelerator", "cpu",
+              "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+              "--model.network.word_dim", "48", "--model.network.pos_dim", "12", "--model.network.ner_dim", "12",
+              "--model.network.ffn_dim", "40", "--model.network.attention_dim", "32", "--data.batch_size", "32"],
+        run_dir=tmp_path / "run", seed=1, resume="never")
+    import tacred
+
+    predictor = tacred.load_model(tmp_path / "run" / "checkpoints" / "best.ckpt", device="cpu")
+    examples = converted["test"]
+    plain, shared = _probabilities_both_ways(predictor, examples)
+    assert_same_decisions(plain, shared)
+    # and end to end: spaCy's entities in the raw test sentences, every unordered pair asked in both orders
+    from tacred.inference.predictor import Predictor
+
+    texts = [" ".join(r["token"]) for r in examples[:150]]
+    found = predictor.extract(texts)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Predictor, "encodes_sentences", property(lambda self: False))
+        plain_found = predictor.extract(texts)
+    assert [[(r.relation, r.subject, r.object, r.evidence["orders"][0]["label"]) for r in t] for t in found] == \
+        [[(r.relation, r.subject, r.object, r.evidence["orders"][0]["label"]) for r in t] for t in plain_found]
