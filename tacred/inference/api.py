@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
@@ -23,7 +24,8 @@ THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside 
 
 
 def load_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
-               spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> Predictor:
+               spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS,
+               ner: str | None = "auto") -> Predictor:
     """Load a trained model for prediction: a checkpoint (vocabularies and configuration are inside), a run folder,
     or an exported ONNX folder.
 
@@ -32,7 +34,9 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     ``threshold.json``); by default the ``threshold.json`` beside the checkpoint or in the exported folder when there
     is one (reported on the ``tacred`` logger and in ``.threshold_source``), else none; ``0`` is the plain argmax.
     ``max_tokens``: inputs longer than this are an :class:`InputError` (default 512, as ``tacred serve``; None: no
-    limit).
+    limit). ``ner``: where raw text's entities come from: ``auto`` (the trained NER saved with the model,
+    ``RUN/ner``, when there is one, else spaCy's own), ``stock`` (spaCy's own) or the folder of a trained NER
+    (``tacred ner train``); the one used is ``.ner`` (None: spaCy's own).
 
     >>> m = load_model("runs/demo")                                    # doctest: +SKIP
     >>> m.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
@@ -42,14 +46,33 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     if is_export_folder(path):
         threshold = tuned_threshold(path) if threshold is None else threshold
-        return reported(OnnxRelationModel(path, device=device, threshold=threshold, **options))
+        return with_ner(reported(OnnxRelationModel(path, device=device, threshold=threshold, **options)), ner,
+                        [path])
     from tacred.checkpoints import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(path)
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
     threshold = tuned_threshold(checkpoint.parent) if threshold is None else threshold
-    return reported(load_checkpoint_predictor(checkpoint, device=device, threshold=threshold, **options))
+    predictor = reported(load_checkpoint_predictor(checkpoint, device=device, threshold=threshold, **options))
+    return with_ner(predictor, ner, [checkpoint.parent, checkpoint.parent.parent])
+
+
+def with_ner(predictor: Predictor, ner: str | None, folders: list[Any]) -> Predictor:
+    """``predictor`` with the entity source ``ner`` resolved (see :func:`load_model`; ``auto`` looks for ``ner/`` in
+    ``folders``), a trained NER said on the ``tacred`` logger."""
+    from tacred.data.ner_training import model_folder, saved_ner
+
+    if ner in (None, "stock"):
+        found = None
+    elif ner == "auto":
+        found = saved_ner(folders)
+    else:
+        found = model_folder(ner)
+    predictor.ner = None if found is None else str(found)
+    if found is not None:
+        logging.getLogger("tacred").info("entities from the trained NER %s (--ner stock: spaCy's own)", found)
+    return predictor
 
 
 def tuned_threshold(folder: str | Path) -> str | None:
