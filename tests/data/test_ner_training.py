@@ -106,6 +106,12 @@ def test_trained_ner_is_picked_up_by_extract_and_scored(tmp_path: Path, checkpoi
     assert load_model(run, device="cpu", ner="stock").ner is None
     assert load_model(checkpoint, device="cpu", ner=str(run / "ner")).ner == str(best)
 
+    # an exported folder carries the NER, and loading it uses it
+    from tacred.inference.export import export_folder
+
+    export_folder(run / "checkpoints" / "last.ckpt", tmp_path / "export", fmt="onnx")
+    assert load_model(tmp_path / "export", device="cpu").ner == str(tmp_path / "export" / "ner")
+
     # tacred extract reads the run folder's NER; --ner stock and a bad --ner are said
     source = tmp_path / "docs.jsonl"
     source.write_text(json.dumps({"id": "d0", "text": "John Smith works for Acme Corp. in Paris ."}) + "\n")
@@ -133,3 +139,12 @@ def test_training_is_deterministic_for_a_seed(tmp_path: Path, nlp) -> None:
     assert runs[0]["dev_scores"] == runs[1]["dev_scores"]
     weights = [(tmp_path / f"ner{k}" / "model-last" / "ner" / "model").read_bytes() for k in range(2)]
     assert weights[0] == weights[1]
+
+
+def test_map_ner_keeps_a_trained_ner_s_tacred_names_and_maps_spacy_s_as_before() -> None:
+    from tacred.data.spacy_pipeline import NER_MAP, map_ner
+
+    assert [map_ner(t) for t in ("PERSON", "ORGANIZATION", "LOCATION", "MISC")] == [
+        "PERSON", "ORGANIZATION", "LOCATION", "MISC"]
+    assert all(map_ner(label) == tacred for label, tacred in NER_MAP.items())
+    assert map_ner("WORK_OF_ART") == "MISC" and map_ner("Peop") == "MISC" and map_ner("") == "O"
