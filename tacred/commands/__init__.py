@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "plot": "plot",
     "threshold": "threshold",
     "tune": "tune",
+    "ner": "ner",
     "extract": "extract",
     "kb": "kb",
     "serve": "serve",

@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--spacy_model", default=None, help="spaCy pipeline (default: the installed English model)")
+    p.add_argument("--ner", default="auto", metavar="auto|stock|PATH",
+                   help="where the entities come from: auto (default: the trained NER saved with the model, RUN/ner, "
+                        "when there is one, else the spaCy pipeline's own), stock (the spaCy pipeline's own), or the "
+                        "folder of a NER trained by `tacred ner train`")
     p.add_argument("--batch_size", type=int, default=50, help="pairs per forward pass (default 50)")
     p.add_argument("--max_tokens", type=int, default=512, help="longer sentences are skipped (default 512)")
     p.add_argument("--num_threads", type=int, default=None,
@@ -105,7 +109,7 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
     import os
 
     keys = ("input_format", "lines", "text_column", "id_column", "max_chars", "chunk_size", "no_signatures",
-            "max_pairs", "threshold", "max_tokens", "spacy_model", "format")
+            "max_pairs", "threshold", "max_tokens", "spacy_model", "ner", "format")
     # the engines name their shards differently (by chunk; by file and block), so a folder is resumed by its own
     engine = {"engine": "ray"} if args.engine == "ray" else {}
     return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
@@ -129,7 +133,7 @@ def _extract(args: argparse.Namespace) -> int:
     settings = ExtractorSettings(
         ckpt_path=args.ckpt_path, device=args.device, threshold=args.threshold, spacy_model=args.spacy_model,
         batch_size=args.batch_size, max_tokens=args.max_tokens, max_pairs=args.max_pairs,
-        signatures=not args.no_signatures, num_threads=args.num_threads, max_chars=args.max_chars)
+        signatures=not args.no_signatures, num_threads=args.num_threads, max_chars=args.max_chars, ner=args.ner)
     with tacred_log_lines():
         try:
             sink = StdoutSink() if args.output is None else ShardSink(args.output, args.format, manifest(args))

@@ -29,8 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("gold", metavar="GOLD", help="CoNLL04 sentences (SpERT's JSON layout)")
     parser.add_argument("pred", metavar="PRED", nargs="*", help="mention files or folders written by tacred extract")
     parser.add_argument("--spacy_ner", metavar="MODEL", default=None,
-                        help="also score the entities this spaCy pipeline finds in the gold sentences (stock NER, "
-                             "spaCy's labels mapped to CoNLL04's types)")
+                        help="also score the entities this spaCy pipeline (a name, or a folder such as a NER trained "
+                             "by tacred ner train: RUN/ner/model-best) finds in the gold sentences (spaCy's labels "
+                             "mapped to CoNLL04's types; a trained NER's CoNLL04 types kept)")
     parser.add_argument("--entities", metavar="FILE", default=None, help="also score these entities (NER)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     return parser

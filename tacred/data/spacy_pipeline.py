@@ -5,6 +5,7 @@ NER (spaCy → TACRED)       PERSON→PERSON, ORG→ORGANIZATION, GPE→LOCATION
                            FAC→LOCATION, NORP→NATIONALITY, DATE→DATE, TIME→TIME, MONEY→MONEY,
                            PERCENT→PERCENT, CARDINAL→NUMBER, QUANTITY→NUMBER, ORDINAL→ORDINAL,
                            EVENT/LAW/LANGUAGE/PRODUCT/WORK_OF_ART and any other label→MISC,
+                           a label that is already a TACRED name (ORGANIZATION, LOCATION, ...) is kept,
                            outside an entity→O.
 POS (spaCy → Penn/Stanford) tags already in ``tacred.constants.POS_TAGS`` (including ``-LRB-``,
                            ``-RRB-``, ``$``, `````, ``''``) are kept; HYPH→``:``, NFP→``:``,
@@ -53,10 +54,16 @@ class SpanError(TacredError, ValueError):
     """A character span that cannot be turned into a token span (empty, outside, overlapping)."""
 
 
+_TACRED_NER = frozenset(NER_MAP.values()) | {"MISC"}
+
+
 def map_ner(label: str) -> str:
-    """Map a spaCy entity label (``""`` outside entities) to the TACRED/Stanford NER set."""
+    """Map a spaCy entity label (``""`` outside entities) to the TACRED/Stanford NER set; a label already in that set
+    (a trained NER's types mapped to TACRED's names) is kept."""
     if not label:
         return "O"
+    if label in _TACRED_NER:
+        return label
     return NER_MAP.get(label, "MISC")
 
 

@@ -35,6 +35,7 @@ class ExtractorSettings:
     signatures: bool = True
     num_threads: int | None = None
     max_chars: int = MAX_CHARS
+    ner: str | None = "auto"  # the entity source: auto (the run's trained NER, else spaCy's), stock, or a folder
 
 
 @dataclass
@@ -74,7 +75,7 @@ class DocumentExtractor:
             torch.set_num_threads(settings.num_threads)
         self.predictor = load_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
                                     spacy_model=settings.spacy_model, batch_size=settings.batch_size,
-                                    max_tokens=settings.max_tokens)
+                                    max_tokens=settings.max_tokens, ner=settings.ner)
         self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars)
 
     def __getstate__(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
@@ -25,7 +26,8 @@ THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside 
 
 
 def load_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
-               spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> Predictor:
+               spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS,
+               ner: str | None = "auto") -> Predictor:
     """Load a trained model for prediction: a checkpoint (vocabularies and configuration are inside), a run folder,
     an exported ONNX folder, or the name of a model shipped with tacred (``"kbp37"``; ``tacred models`` lists them).
 
@@ -34,7 +36,9 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     ``threshold.json``); by default the ``threshold.json`` beside the checkpoint or in the exported or shipped folder
     when there is one (reported on the ``tacred`` logger and in ``.threshold_source``), else none; ``0`` is the plain argmax.
     ``max_tokens``: inputs longer than this are an :class:`InputError` (default 512, as ``tacred serve``; None: no
-    limit).
+    limit). ``ner``: where raw text's entities come from: ``auto`` (the trained NER saved with the model,
+    ``RUN/ner``, when there is one, else spaCy's own), ``stock`` (spaCy's own) or the folder of a trained NER
+    (``tacred ner train``); the one used is ``.ner`` (None: spaCy's own).
 
     >>> m = load_model("runs/demo")                                    # doctest: +SKIP
     >>> m = load_model("kbp37")           # shipped with tacred: no training # doctest: +SKIP
@@ -46,14 +50,17 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     if source.kind == "export":
         from tacred.inference.onnx_backend import OnnxRelationModel
 
-        return reported(OnnxRelationModel(source.path, device=device, threshold=threshold, **options))
+        return with_ner(reported(OnnxRelationModel(source.path, device=device, threshold=threshold, **options)), ner,
+                        [source.path])
     if source.kind == "shipped":
         from tacred.inference.shipped import load_shipped_predictor
 
-        return reported(load_shipped_predictor(str(source), device=device, threshold=threshold, **options))
+        return with_ner(reported(load_shipped_predictor(str(source), device=device, threshold=threshold, **options)),
+                        ner, [source.path])
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
-    return reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold, **options))
+    predictor = reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold, **options))
+    return with_ner(predictor, ner, [source.path.parent, source.path.parent.parent])
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,23 @@ def resolve_model(path: str | Path) -> ModelSource:
     if not Path(path).exists() and looks_like_name(path):
         return ModelSource("shipped", shipped_folder(str(path)), str(path))
     return ModelSource("checkpoint", resolve_checkpoint(path))
+
+
+def with_ner(predictor: Predictor, ner: str | None, folders: list[Any]) -> Predictor:
+    """``predictor`` with the entity source ``ner`` resolved (see :func:`load_model`; ``auto`` looks for ``ner/`` in
+    ``folders``), a trained NER said on the ``tacred`` logger."""
+    from tacred.data.ner_training import model_folder, saved_ner
+
+    if ner in (None, "stock"):
+        found = None
+    elif ner == "auto":
+        found = saved_ner(folders)
+    else:
+        found = model_folder(ner)
+    predictor.ner = None if found is None else str(found)
+    if found is not None:
+        logging.getLogger("tacred").info("entities from the trained NER %s (--ner stock: spaCy's own)", found)
+    return predictor
 
 
 def tuned_threshold(folder: str | Path) -> str | None:

@@ -294,6 +294,11 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
     tuned = ckpt_path.parent / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
     if tuned.is_file():
         shutil.copy2(tuned, out / "threshold.json")
+    from tacred.data.ner_training import NER_FOLDER, saved_ner
+
+    ner = saved_ner([ckpt_path.parent, ckpt_path.parent.parent])  # `tacred ner train`'s, used by load_model too
+    if ner is not None:
+        shutil.copytree(ner, out / NER_FOLDER)
     summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None,
                                "quantization": quantize}
     if fmt == "onnx":

@@ -174,7 +174,8 @@ def _sentence_probabilities(predictor: Predictor, by_sentence: dict[tuple[int, i
 def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int) -> Language:
     """The spaCy pipeline that relations in plain text need and no more (``m.extract``, ``tacred extract``, the
     server's ``/extract``): sentence boundaries (the rule-based sentencizer unless nominal pairs need the parser),
-    entities, and the tagger when the model reads POS tags; texts up to ``max_chars`` characters."""
+    entities (spaCy's own, or the trained NER of ``predictor.ner`` in its place), and the tagger when the model reads
+    POS tags; texts up to ``max_chars`` characters."""
     import spacy
 
     from tacred.data.spacy_pipeline import DEFAULT_MODELS, SpacyModelError
@@ -189,12 +190,17 @@ def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int)
         exclude += ["parser", "attribute_ruler"]
         if predictor.encoder.kind != "words":  # the transformer reads no POS tags
             exclude += ["tagger", "tok2vec"]
-    key = (name, tuple(exclude))
+    ner = getattr(predictor, "ner", None)  # the entity source: a trained NER folder, or spaCy's own (None)
+    key = (name, tuple(exclude), ner)
     if key not in _TEXT_PIPELINES:  # loaded once per process and kind (a worker process loads its own)
         try:
             nlp = spacy.load(name, exclude=exclude)
         except OSError as err:
             raise SpacyModelError(f"spaCy model '{name}' cannot be loaded ({err}); install it or pass --spacy_model") from err
+        if ner is not None:
+            from tacred.data.ner_training import with_trained_ner
+
+            nlp = with_trained_ner(nlp, ner)
         if "parser" not in nlp.pipe_names:
             nlp.add_pipe("sentencizer", first=True)
         _TEXT_PIPELINES[key] = nlp
@@ -203,7 +209,7 @@ def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int)
     return nlp
 
 
-_TEXT_PIPELINES: dict[tuple[str, tuple[str, ...]], Language] = {}
+_TEXT_PIPELINES: dict[tuple[str, tuple[str, ...], str | None], Language] = {}
 
 
 def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence[str], max_pairs: int = 100,

@@ -55,6 +55,8 @@ class Predictor:
         max_tokens: the most tokens an input may have (default 512, as ``tacred serve``; None: no limit).
     """
 
+    ner: str | None = None  # a trained NER folder for raw text's entities (set by load_model), None: spaCy's own
+
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
         from tacred.evaluation.decision import label_thresholds, load_threshold

@@ -1,0 +1,52 @@
+"""``tacred ner train --data DIR --out DIR``: a spaCy NER trained on a dataset's own entities (CoNLL04), saved where
+``tacred extract`` finds it (``RUN/ner``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
+
+HELP = "Train a spaCy NER on a dataset's own entity annotations (CoNLL04) for tacred extract."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tacred.data.ner_training import BASE_MODEL
+
+    parser = OneLineParser(
+        prog="tacred ner", description=HELP,
+        epilog="train: writes OUT/{train,dev}.spacy (DocBins of the sentences as tacred extract reads them), "
+               "OUT/base (the starting pipeline: the base model's NER with the dataset's types), OUT/config.cfg, "
+               "OUT/model-best (best dev entity F1), OUT/model-last and OUT/training.json. Give --out RUN/ner and "
+               "tacred extract --ckpt_path RUN uses it (--ner stock: spaCy's own entities).")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{train}")
+    train = sub.add_parser("train", help="train with spaCy's own training (spacy.cli.train) from a generated config")
+    train.add_argument("--data", required=True, metavar="DIR",
+                       help="a CoNLL04 release folder in SpERT's layout (conll04_train.json, conll04_dev.json)")
+    train.add_argument("--out", required=True, metavar="DIR", help="output folder, e.g. RUN/ner beside RUN/checkpoints")
+    train.add_argument("--seed", type=int, default=1, help="spaCy's training seed (default 1)")
+    train.add_argument("--max_epochs", type=int, default=30, help="epochs over the training sentences (default 30)")
+    train.add_argument("--eval_frequency", type=int, default=50, help="steps between dev evaluations (default 50)")
+    train.add_argument("--base_model", default=BASE_MODEL,
+                       help=f"the packaged spaCy pipeline whose NER training starts from (default {BASE_MODEL})")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.data.conll04 import CoNLL04Error
+    from tacred.data.ner_training import NerTrainingError, train_ner
+    from tacred.data.spacy_pipeline import SpacyModelError
+
+    if args.max_epochs < 1 or args.eval_frequency < 1:
+        return report("ner", NerTrainingError("--max_epochs and --eval_frequency must be at least 1"))
+    try:
+        record = train_ner(args.data, args.out, seed=args.seed, max_epochs=args.max_epochs,
+                           eval_frequency=args.eval_frequency, base_model=args.base_model)
+    except (NerTrainingError, CoNLL04Error, SpacyModelError, OSError) as err:
+        return report("ner", err)
+    print(json.dumps({k: record[k] for k in ("labels", "types", "seconds")}
+                     | {"dev_ents_f": record["dev_scores"].get("ents_f")}))
+    return 0

@@ -1,0 +1,150 @@
+"""A spaCy NER trained on a dataset's own entities (``tacred ner train``): the DocBins, errors that name the file and
+the sentence, a short training run whose model ``tacred extract`` picks up from the run folder with CoNLL04's types
+mapped to the relation model's, and its NER F1 scored by ``tacred score-extraction``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tacred.commands.ner import main as ner_main
+from tacred.commands.score_extraction import main as score_main
+from tacred.data.conll04 import SPLITS, read_conll04
+from tacred.data.ner_training import (
+    TYPES_FILE,
+    NerTrainingError,
+    doc_bin,
+    model_folder,
+    saved_ner,
+    train_ner,
+)
+from tests.data.test_conll04 import ALONE, KILL, WORKS, write
+
+MORE = [
+    {"tokens": ["Anna", "Berg", "joined", "Nordic", "Steel", "in", "Oslo", "."],
+     "entities": [{"type": "Peop", "start": 0, "end": 2}, {"type": "Org", "start": 3, "end": 5},
+                  {"type": "Loc", "start": 6, "end": 7}],
+     "relations": [{"type": "Work_For", "head": 0, "tail": 1}]},
+    {"tokens": ["Peter", "Lund", "lives", "in", "Bergen", "since", "1990", "."],
+     "entities": [{"type": "Peop", "start": 0, "end": 2}, {"type": "Loc", "start": 4, "end": 5},
+                  {"type": "Other", "start": 6, "end": 7}],
+     "relations": [{"type": "Live_In", "head": 0, "tail": 1}]},
+]
+
+
+def release(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / SPLITS["train"], [WORKS, KILL, *MORE] * 3)
+    write(folder / SPLITS["dev"], [WORKS, *MORE])
+    write(folder / SPLITS["test"], [ALONE, WORKS, *MORE])
+    return folder
+
+
+def test_doc_bin_holds_the_gold_entities_on_the_text_extract_reads(tmp_path: Path, nlp) -> None:
+    sentences = read_conll04(write(tmp_path / "s.json", [WORKS, KILL]))
+    docs = list(doc_bin(nlp, sentences, "s.json").get_docs(nlp.vocab))
+    assert [d.text for d in docs] == [s.text for s in sentences]
+    assert [(e.text, e.label_) for e in docs[0].ents] == [("John Smith", "Peop"), ("Acme Corp.", "Org"),
+                                                          ("Paris", "Loc")]
+    assert [(e.text, e.label_) for e in docs[1].ents] == [("Mary", "Peop"), ("Bob", "Peop"), ("Tuesday", "Other")]
+
+
+def test_a_bad_span_is_an_error_naming_the_file_and_the_sentence(tmp_path: Path) -> None:
+    folder = release(tmp_path / "data")
+    bad = {**MORE[0], "entities": [{"type": "Peop", "start": 6, "end": 9}]}
+    write(folder / SPLITS["train"], [WORKS, bad])
+    with pytest.raises(NerTrainingError, match=r"conll04_train\.json, sentence 1: entity 0 has span start=6, end=9"):
+        train_ner(folder, tmp_path / "ner")
+    assert not (tmp_path / "ner").exists()  # nothing written before the data is checked
+
+
+def test_a_release_without_entities_is_an_error(tmp_path: Path) -> None:
+    folder = release(tmp_path / "data")
+    write(folder / SPLITS["dev"], [{**ALONE, "entities": [], "relations": []}])
+    with pytest.raises(NerTrainingError, match=r"conll04_dev\.json: no sentence has an entity"):
+        train_ner(folder, tmp_path / "ner")
+
+
+def test_a_folder_without_a_trained_ner_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(NerTrainingError, match="not a trained NER"):
+        model_folder(tmp_path)
+    assert saved_ner([tmp_path]) is None
+
+
+@pytest.mark.slow
+def test_trained_ner_is_picked_up_by_extract_and_scored(tmp_path: Path, checkpoint: Path, nlp, capsys, caplog) -> None:
+    from tacred.inference.api import load_model
+
+    data = release(tmp_path / "data")
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    shutil.copy(checkpoint, run / "checkpoints" / "last.ckpt")
+    assert ner_main(["train", "--data", str(data), "--out", str(run / "ner"), "--max_epochs", "40",
+                     "--eval_frequency", "10", "--seed", "3"]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])  # after spaCy's own progress table
+    assert record["labels"] == ["Loc", "Org", "Other", "Peop"]
+    best = run / "ner" / "model-best"
+    types = json.loads((best / TYPES_FILE).read_text())["types"]
+    assert types == {"Loc": "LOCATION", "Org": "ORGANIZATION", "Other": "MISC", "Peop": "PERSON"}
+    training = json.loads((run / "ner" / "training.json").read_text())
+    assert training["seed"] == 3 and training["train_sentences"] == 12
+
+    # the run folder's NER is used, its labels mapped to the relation model's types
+    with caplog.at_level(logging.INFO, logger="tacred"):
+        predictor = load_model(run, device="cpu")
+    assert predictor.ner == str(best)
+    assert "entities from the trained NER" in caplog.text
+    text_nlp = predictor.text_nlp
+    assert "tacred_entity_types" in text_nlp.pipe_names
+    doc = text_nlp("John Smith works for Acme Corp. in Paris . Anna Berg joined Nordic Steel in Oslo .")
+    labels = {e.label_ for e in doc.ents}
+    assert labels and labels <= {"PERSON", "ORGANIZATION", "LOCATION", "MISC"}
+    assert load_model(run, device="cpu", ner="stock").ner is None
+    assert load_model(checkpoint, device="cpu", ner=str(run / "ner")).ner == str(best)
+
+    # an exported folder carries the NER, and loading it uses it
+    from tacred.inference.export import export_folder
+
+    export_folder(run / "checkpoints" / "last.ckpt", tmp_path / "export", fmt="onnx")
+    assert load_model(tmp_path / "export", device="cpu").ner == str(tmp_path / "export" / "ner")
+
+    # tacred extract reads the run folder's NER; --ner stock and a bad --ner are said
+    source = tmp_path / "docs.jsonl"
+    source.write_text(json.dumps({"id": "d0", "text": "John Smith works for Acme Corp. in Paris ."}) + "\n")
+    from tacred.commands.extract import main as extract_main
+
+    assert extract_main([str(source), "--ckpt_path", str(run), "--device", "cpu", "--output", str(tmp_path / "out")]) == 0
+    from tacred.extraction.output import MANIFEST
+
+    assert json.loads((tmp_path / "out" / MANIFEST).read_text())["ner"] == "auto"
+    capsys.readouterr()
+    assert extract_main([str(source), "--ckpt_path", str(run), "--device", "cpu", "--ner", str(tmp_path)]) == 2
+    assert "not a trained NER" in capsys.readouterr().err
+
+    # NER F1 of the trained model on the (tiny) test file: scored by score-extraction --spacy_ner PATH
+    assert score_main([str(data / SPLITS["test"]), "--spacy_ner", str(best), "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["entities"]["micro"]["gold"] == 10
+    assert scored["ner_source"].endswith("model-best")
+
+
+@pytest.mark.slow
+def test_training_is_deterministic_for_a_seed(tmp_path: Path, nlp) -> None:
+    data = release(tmp_path / "data")
+    runs = [train_ner(data, tmp_path / f"ner{k}", seed=5, max_epochs=3, eval_frequency=4) for k in range(2)]
+    assert runs[0]["dev_scores"] == runs[1]["dev_scores"]
+    weights = [(tmp_path / f"ner{k}" / "model-last" / "ner" / "model").read_bytes() for k in range(2)]
+    assert weights[0] == weights[1]
+
+
+def test_map_ner_keeps_a_trained_ner_s_tacred_names_and_maps_spacy_s_as_before() -> None:
+    from tacred.data.spacy_pipeline import NER_MAP, map_ner
+
+    assert [map_ner(t) for t in ("PERSON", "ORGANIZATION", "LOCATION", "MISC")] == [
+        "PERSON", "ORGANIZATION", "LOCATION", "MISC"]
+    assert all(map_ner(label) == tacred for label, tacred in NER_MAP.items())
+    assert map_ner("WORK_OF_ART") == "MISC" and map_ner("Peop") == "MISC" and map_ner("") == "O"
