@@ -91,14 +91,13 @@ def test_the_module_checks_its_options_before_it_reads_the_vocabularies():
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("--model.lr", "0", "--model.lr 0.0: must be a number > 0"),
     ("--model.network.num_heads", "5", "--model.network.num_heads 5: must divide the model dimension"),
-    ("--model.network.shaw_clip", "0", "--model.network.shaw_clip 0: must be a number >= 1"),
     ("--data.batch_size", "0", "--data.batch_size 0: must be a number >= 1"),
     ("--model.network.word_dim", "0", "--model.network.word_dim 0: must be a number >= 1"),  # via data.embedding_dim
 ])
 def test_the_command_line_names_a_bad_option_before_reading_any_data(tmp_path, option, value, message):
-    """The data files are there but every example in them is broken: the option's error comes first, as the options
-    are checked before the data module reads an example and before the model asks for the vocabularies (that the
-    files exist is checked earlier still, before Lightning loads: tests/test_startup.py)."""
+    """The data files are there but every example in them is broken: the option's error comes first, as these options
+    are checked before torch loads and before the data files are validated (that the files exist is checked earlier
+    still: tests/test_startup.py)."""
     unread = tmp_path / "unread"
     unread.mkdir()
     for split in ("train", "dev"):
@@ -107,6 +106,16 @@ def test_the_command_line_names_a_bad_option_before_reading_any_data(tmp_path, o
                          str(tmp_path / "run"), *SMALL, option, value, check=False)
     assert ran.status == 2
     assert message in ran.stderr, ran.stderr
+
+
+def test_an_attention_variants_option_is_named_before_training(demo_data, tmp_path):
+    """A variant's own options (registered with it, in modules that import torch) are checked once torch loads,
+    after the data files were validated with the json module and before the data module encodes an example."""
+    ran = run_in_process("fit", "--config", DEMO, "--data.data_dir", str(demo_data), "--run_dir",
+                         str(tmp_path / "run"), *SMALL, "--model.network.shaw_clip", "0", check=False)
+    assert ran.status == 2
+    assert "--model.network.shaw_clip 0: must be a number >= 1" in ran.stderr, ran.stderr
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 def test_a_fit_checks_each_option_once(demo_data, tmp_path, monkeypatch):
