@@ -226,16 +226,16 @@ def test_scores(data: Path, predicted: list[str], source: str) -> dict[str, floa
 
 
 def best_dev_f1(impl: str, work: Path) -> float | None:
-    """The best dev micro-F1 over the epochs (each implementation's own log), in percent."""
+    """The best dev micro-F1 over the epochs (each implementation's own log), in percent; None without the log."""
     if impl == "original":
-        [log] = (work / "models").rglob("logs.txt") or [None]
-        if log is None:
-            return None
-        values = [float(line.split("\t")[5]) for line in log.read_text().splitlines() if line and line[0] != "#"]
-        return 100 * max(values) if values else None
-    from tacred.io import read_csv_rows
+        logs = sorted((work / "models").glob("*/logs.txt"))  # runner.py's: epoch, losses, dev P, R, F1
+        rows = [line.split("\t") for log in logs for line in log.read_text().splitlines() if line and line[0] != "#"]
+        values = [float(row[5]) for row in rows]
+    else:
+        from tacred.io import read_csv_rows
 
-    values = [float(row["val/f1"]) for row in read_csv_rows(work / "run" / "metrics.csv")[1] if row.get("val/f1")]
+        metrics = work / "run" / "metrics.csv"
+        values = [float(r["val/f1"]) for r in read_csv_rows(metrics)[1] if r.get("val/f1")] if metrics.is_file() else []
     return 100 * max(values) if values else None
 
 
@@ -253,13 +253,26 @@ def run_both(out: Path, data: Path, glove: Path, seed: int, epochs: int) -> dict
         if impl in results:
             print(f"{impl}, seed {seed}: done before ({result_path(out, impl, seed)}), skipped", flush=True)
     train = {"original": train_original, "project": train_project}
-    outcome: dict[str, tuple[Training, list[str]] | BaseException] = {}
+    errors: dict[str, BaseException] = {}
 
     def one(impl: str) -> None:
+        """Train, test and write ``result.json`` as soon as this implementation is done (the other may run for hours
+        more; an interrupted run then keeps it)."""
         try:
-            outcome[impl] = train[impl](out, data, glove, seed, epochs)
+            training, predicted = train[impl](out, data, glove, seed, epochs)
+            work = out / impl / f"seed{seed}"
+            result = {"implementation": impl, "seed": seed, "epochs": epochs,
+                      "side_by_side_with": [other for other in todo if other != impl],
+                      "seconds_per_epoch": training.seconds_per_epoch(),
+                      "cpu_seconds_per_epoch": training.cpu_seconds_per_epoch(), **asdict(training),
+                      "best_dev_micro_f1": best_dev_f1(impl, work), "test": test_scores(data, predicted, str(work)),
+                      "evaluated": "the last epoch's checkpoint", "machine": machine_line()}
+            result_path(out, impl, seed).parent.mkdir(parents=True, exist_ok=True)
+            result_path(out, impl, seed).write_text(json.dumps(result, indent=1) + "\n")
+            results[impl] = result
+            print(f"{impl}, seed {seed}: done ({result_path(out, impl, seed)})", flush=True)
         except BaseException as err:  # reported below, after the other one has finished
-            outcome[impl] = err
+            errors[impl] = err
 
     threads = [threading.Thread(target=one, args=(impl,)) for impl in todo]
     print(f"training {', '.join(todo)} (seed {seed}, {epochs} epochs) side by side ...", flush=True)
@@ -267,20 +280,8 @@ def run_both(out: Path, data: Path, glove: Path, seed: int, epochs: int) -> dict
         thread.start()
     for thread in threads:
         thread.join()
-    for impl in todo:
-        got = outcome[impl]
-        if isinstance(got, BaseException):
-            raise RuntimeError(f"{impl}, seed {seed}: {got}") from got
-        training, predicted = got
-        work = out / impl / f"seed{seed}"
-        result = {"implementation": impl, "seed": seed, "epochs": epochs,
-                  "side_by_side_with": [other for other in todo if other != impl],
-                  "seconds_per_epoch": training.seconds_per_epoch(),
-                  "cpu_seconds_per_epoch": training.cpu_seconds_per_epoch(), **asdict(training),
-                  "best_dev_micro_f1": best_dev_f1(impl, work), "test": test_scores(data, predicted, str(work)),
-                  "evaluated": "the last epoch's checkpoint", "machine": machine_line()}
-        result_path(out, impl, seed).write_text(json.dumps(result, indent=1) + "\n")
-        results[impl] = result
+    for impl, err in errors.items():
+        raise RuntimeError(f"{impl}, seed {seed}: {err}") from err
     return results
 
 

@@ -111,3 +111,48 @@ def test_both_implementations_train_with_the_same_dimensions(bench, tmp_path):
     assert bench.WORD_DIM + 2 * bench.TAG_DIM == bench.WIDTH == 120 and bench.WIDTH % 3 == 0  # 3 heads of 40
     assert options["--num_threads"] == "1" and options["--trainer.max_epochs"] == "5"
     assert options["--seed_everything"] == "3"
+
+
+def test_each_result_is_written_when_done_and_a_finished_one_is_skipped(bench, monkeypatch, tmp_path):
+    data = _kbp37_like(tmp_path / "kbp37")
+    trained = []
+
+    def fake(impl: str, predicted: list[str]):
+        def train(out, data_dir, glove, seed, epochs):
+            trained.append(impl)
+            return bench.Training(seconds=9.0, peak_rss_mib=100.0, epoch_ends=[2.0, 5.0], cpu_ends=[1.0, 3.0]), predicted
+        return train
+
+    monkeypatch.setattr(bench, "train_original", fake("original", ["no_relation"] * 4))
+    monkeypatch.setattr(bench, "train_project", fake("project", ["per:employee_of(e1,e2)"] * 4))
+    out = tmp_path / "out"
+    results = bench.run_both(out, data, tmp_path / "glove.txt", seed=1, epochs=2)
+    assert sorted(trained) == ["original", "project"]
+    for impl in bench.IMPLEMENTATIONS:
+        saved = json.loads(bench.result_path(out, impl, 1).read_text())
+        assert saved == results[impl]
+        assert saved["seconds_per_epoch"] == 3.0 and saved["cpu_seconds_per_epoch"] == 2.0
+        assert saved["best_dev_micro_f1"] is None  # no training log in this fake run
+    assert results["project"]["test"]["macro_f1"] > results["original"]["test"]["macro_f1"] == 0.0
+    assert "2 epochs" in bench.summary_table({1: results}, 2).render()
+
+    bench.result_path(out, "project", 1).unlink()  # as if the run had stopped before the project finished
+    trained.clear()
+    bench.run_both(out, data, tmp_path / "glove.txt", seed=1, epochs=2)
+    assert trained == ["project"]
+
+
+def test_a_failure_of_one_implementation_is_reported_after_the_other_finished(bench, monkeypatch, tmp_path):
+    data = _kbp37_like(tmp_path / "kbp37")
+
+    def broken(*args):
+        raise RuntimeError("runner.py failed (1)")
+
+    def works(*args):
+        return bench.Training(epoch_ends=[1.0, 2.0], cpu_ends=[1.0, 2.0]), ["no_relation"] * 4
+
+    monkeypatch.setattr(bench, "train_original", broken)
+    monkeypatch.setattr(bench, "train_project", works)
+    with pytest.raises(RuntimeError, match="original, seed 1: runner.py failed"):
+        bench.run_both(tmp_path / "out", data, tmp_path / "glove.txt", seed=1, epochs=2)
+    assert bench.result_path(tmp_path / "out", "project", 1).is_file()
