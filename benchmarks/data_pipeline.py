@@ -4,13 +4,12 @@ cache (spaCy's first pass vs the cached second) and the GloVe matrix cache (firs
 
 from __future__ import annotations
 
-import contextlib
 import random
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,35 +46,19 @@ def write_synthetic_glove(path: Path, words: list[str], lines: int, dim: int, se
             out.write("".join(f"{t} {picks.choice(pool)}\n" for t in tokens[start : start + 10_000]))
 
 
-@contextlib.contextmanager
-def datasets_cache(folder: Path) -> Iterator[None]:
-    """HF datasets caches its Arrow conversions in ``folder`` (empty at first: the first load is cold)."""
-    import datasets
-
-    before = datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE = folder
-    try:
-        yield
-    finally:
-        datasets.config.HF_DATASETS_CACHE = before
-
-
 def data_rows(table: Table, data_dir: Path, labels: Path, scratch: Path) -> None:
     train = data_dir / "train.json"
     cold = scratch / "cold" / "train.json"
     cold.parent.mkdir()
     shutil.copy(train, cold)
-    with datasets_cache(scratch / "hf-datasets"):
-        _data_rows(table, cold, labels)
+    _data_rows(table, cold, labels)
 
 
 def _data_rows(table: Table, cold: Path, labels: Path) -> None:
     train = cold
     result, seconds = timed(lambda: load_examples(cold))
     n = len(result.examples)
-    table.add("JSON → validated examples (first load: HF datasets → Arrow, cached)", n, seconds, n / seconds)
-    result, seconds = timed(lambda: load_examples(cold))
-    table.add("JSON → validated examples (again: from the Arrow cache)", n, seconds, n / seconds)
+    table.add("JSON → validated examples (json module, strings interned)", n, seconds, n / seconds)
     examples = result.examples
     vocab, seconds = timed(lambda: build_vocabularies(examples, labels=["no_relation", *_labels(labels)],
                                                       entity_masking=False))
@@ -93,7 +76,7 @@ def _data_rows(table: Table, cold: Path, labels: Path) -> None:
         return sum(len(b) for b in dm.train_dataloader())  # loads, builds the vocabularies, encodes, batches
 
     count, seconds = timed(whole)
-    table.add("TacredDataModule: file → batches (Arrow cache warm)", count, seconds, count / seconds)
+    table.add("TacredDataModule: file → batches", count, seconds, count / seconds)
 
 
 def lemma_rows(table: Table, examples: list, cache: Path) -> None:

@@ -38,6 +38,10 @@ SKIPPED = {
     "; tests/test_docs.py builds the site", "make lint": MAKE_ENV, "make test-scale": MAKE_ENV + "; runs the scale tests",
     "make test-slow": MAKE_ENV + "; runs the slow tier of this suite", "make test-all": MAKE_ENV + "; all three tiers",
     "make bench": MAKE_ENV + "; the benchmarks take minutes", "make results-semeval": HOURS, "make tune-semeval": HOURS,
+    ".venv/bin/python benchmarks/original_code.py": "trains the original code and the project side by side for 60 "
+        "epochs (hours on 2 cores); tests/test_benchmark_original_code.py checks its parts",
+    "tacred fit --config configs/tacred.yaml --data.data_dir runs/original_code/kbp37": "needs the folder the "
+        "benchmark above writes and 10 epochs of KBP37 (minutes per epoch on 2 shared cores)",
     "tacred fit --config configs/tacred.yaml": TACRED_DATA + " (and GloVe 840B, 2 GB, or several GPUs)",
     "tacred fit --config configs/demo.yaml --run_dir runs/ddp_cpu": "30 epochs in two DDP processes (minutes); "
                                                                      "tests/test_distributed.py runs it shrunk",

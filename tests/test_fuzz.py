@@ -74,12 +74,9 @@ def test_check_example_accepts_only_what_makes_a_valid_example(raw):
 
 @FUZZ
 @given(content=data_files())
-def test_the_tacred_loader_returns_examples_or_a_data_error(tmp_path, monkeypatch, content):
-    import datasets
-
+def test_the_tacred_loader_returns_examples_or_a_data_error(tmp_path, content):
     from tacred.data.examples import load_examples
 
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
     path = _write(tmp_path / "split.json", content)
     try:
         result = load_examples(path)
