@@ -112,12 +112,9 @@ def main(argv: list[str]) -> int:
         bad = _check_lines(lines, args.format, source)
         if bad and not args.skip_bad_lines:
             raise AnnotationError(source, *bad[0])
-        if not Path(args.ckpt_path).exists():
-            from tacred.inference.shipped import looks_like_name, shipped_folder
+        from tacred.inference.api import resolve_model
 
-            if not looks_like_name(args.ckpt_path):
-                raise FileNotFoundError(f"checkpoint not found: {args.ckpt_path}")
-            shipped_folder(args.ckpt_path)  # a shipped model's name, or an error that lists them
+        resolve_model(args.ckpt_path)  # a missing path, or an unknown model name (the error lists the shipped ones)
     except (TacredError, OSError, ValueError) as err:
         print(f"tacred predict: error: {err}", file=sys.stderr)
         return 2

@@ -200,14 +200,6 @@ class SplitScores:
                 "recall": self.recall, "sentences": self.sentences, "relation_f1": self.relation_f1}
 
 
-def split_scores(predictor: Predictor, split_file: str | Path) -> SplitScores:
-    """Score ``predictor`` (its threshold applied) on a split written by ``tacred convert``; the release's sentences
-    that could not be converted (``conversion.json``) count as ``no_relation`` predictions."""
-    split = read_split(split_file)
-    return scores_of(predictor.probabilities(split.examples), split, predictor.labels, predictor.encoder.no_relation,
-                     predictor.threshold)
-
-
 @dataclass(frozen=True)
 class Split:
     """A converted split: its examples (TACRED dicts) and the gold labels of the release's sentences that could not
