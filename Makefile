@@ -18,7 +18,7 @@ export WANDB_MODE ?= offline
 export PYTHONHASHSEED ?= 0
 
 .PHONY: install test test-slow test-all test-scale demo docs lint bench clean semeval-data tune-semeval tune-semeval-lstm-self-attention \
-	results-semeval results-semeval-glove kbp37-data results-kbp37 shipped-models
+	results-semeval results-semeval-glove kbp37-data results-kbp37 shipped-models conll04-data results-conll04
 
 install: $(VENV)/.installed
 
@@ -199,6 +199,28 @@ results-kbp37: kbp37-data semeval-data
 kbp37_recheck = $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glove/$(1).yaml \
 	  --variants configs/kbp37/recheck/*.yaml --reference semeval_recipe --seeds 1 2 --checkpoint last \
 	  --out $(KBP37_OUT)/recheck_$(1) --runs_dir runs/results/kbp37_recheck_$(1) $(until) --extra --num_threads 1
+
+# Issue 54: CoNLL04 end to end (docs/conll04.md; README's CoNLL04 table). The relation models over their seeds (the
+# paper's network on AVX2 kernels, two processes; the transformers in bf16), then `tacred end-to-end`: a NER trained on
+# CoNLL04's entities per seed, tacred extract on the raw test sentences, the strict scores and the table. Every step
+# skips what is finished, so the same target continues where it stopped (UNTIL=TIME: start nothing after TIME).
+CONLL04_SRC ?= ../shared/data/conll04
+CONLL04_OUT = docs/results/conll04
+conll04-data: install
+	test -f data/conll04/train.json || $(TACRED) convert conll04 $(CONLL04_SRC) data/conll04
+
+results-conll04: conll04-data
+	$(call twice,$(AVX2) $(TACRED) ablate --config configs/conll04.yaml configs/semeval/glove/paper.yaml \
+	  --variants configs/conll04/paper.yaml --seeds 1 2 3 4 5 --checkpoint last --reference paper \
+	  --out $(CONLL04_OUT)/five_seeds --runs_dir runs/results/conll04 $(until) --extra --num_threads 1)
+	$(AVX2) nice $(TACRED) end-to-end $(CONLL04_OUT)/end_to_end.yaml --only paper $(until)
+	nice $(TACRED) ablate --config configs/conll04.yaml --variants configs/conll04/transformer.yaml \
+	  --seeds 1 2 3 4 5 --checkpoint last --reference paper --out $(CONLL04_OUT)/five_seeds \
+	  --runs_dir runs/results/conll04 $(until)
+	$(TACRED) pretrained install mpnet --if_missing
+	nice $(TACRED) ablate --config configs/conll04.yaml --variants configs/conll04/mpnet.yaml --seeds 1 2 3 \
+	  --checkpoint last --reference paper --out $(CONLL04_OUT)/five_seeds --runs_dir runs/results/conll04 $(until)
+	nice $(TACRED) end-to-end $(CONLL04_OUT)/end_to_end.yaml --readme README.md $(until)
 
 # Issue 55: the model shipped inside the package (tacred/shipped_models/kbp37/, `tacred models`, docs/models.md): the
 # paper's network on KBP37 with the recipe of the KBP37 table (five_seeds/paper, seed 1, last epoch; about 20 min on

@@ -8,6 +8,7 @@ dispatcher in :mod:`tacred.cli` imports a module only when its command is asked 
 COMMANDS: dict[str, str] = {
     "score": "score",
     "score-extraction": "score_extraction",
+    "end-to-end": "end_to_end",
     "convert": "convert",
     "annotate": "annotate",
     "patch": "patch",

@@ -1,0 +1,80 @@
+"""``tacred end-to-end SPEC``: every finished seed of a sweep's recipes extracted from raw text and scored strictly
+(CoNLL04), then the table beside published end-to-end systems."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from tacred.commands.parsing import OneLineParser
+from tacred.errors import report
+
+HELP = "Score a sweep's runs end to end from raw text (NER per seed, tacred extract, strict F1) and tabulate them."
+EPILOG = """\
+SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_end` section: `results` and
+`runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
+SpERT's layout), `train_data` (the release folder the NER trains on), `documents` (the test sentences as written by
+`tacred convert conll04`) and `ner_epochs`; then `models` (key, name, inputs, variant, seeds, optional target:
+micro_f1, ner_f1) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source).
+
+For each run whose `tacred ablate` result is in and that has no OUT/VARIANT/seed_S/end_to_end.json yet: a NER
+trained on the dataset's own entities with the run's seed (RUNS/VARIANT/seed_S/ner, `tacred ner train`), `tacred
+extract` over the documents with the run's tested checkpoint and that NER (RUNS/.../extracted), the strict scores
+and the NER's F1 on the gold test sentences (end_to_end.json). A step whose output is there is not repeated, so the
+same command goes on where it stopped; runs not trained yet are listed and left for later. Then
+end_to_end_summary.json and end_to_end.md beside SPEC (mean ± sample std over seeds), as `tacred compare SPEC`
+writes them from the stored records alone.
+
+example: tacred end-to-end docs/results/conll04/end_to_end.yaml --readme README.md
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="tacred end-to-end", description=HELP, epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("spec", metavar="SPEC", help="the end-to-end spec (YAML)")
+    parser.add_argument("--only", nargs="+", metavar="KEY", help="only these models (their keys in SPEC)")
+    parser.add_argument("--num_threads", type=int, default=1, help="threads of tacred extract (default 1)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="start no seed after SECONDS")
+    parser.add_argument("--table_only", action="store_true", help="only tabulate the stored records")
+    parser.add_argument("--readme", default=None, metavar="FILE",
+                        help="also put the table into FILE between its '<!-- tacred compare MARKER: start -->' and "
+                             "'<!-- tacred compare MARKER: end -->' lines (MARKER: the spec's marker)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tacred.experiments.end_to_end import EndToEndError, compare, load_spec, record_path, run_seed
+
+    started = time.monotonic()
+    try:
+        spec = load_spec(args.spec)
+        keys = {m.key for m in spec.models}
+        unknown = sorted(set(args.only or ()) - keys)
+        if unknown:
+            raise EndToEndError(f"--only {' '.join(unknown)}: no such model in {args.spec} ({', '.join(sorted(keys))})")
+        waiting = []
+        for model in spec.models if not args.table_only else ():
+            if args.only and model.key not in args.only:
+                continue
+            for seed in range(1, model.seeds + 1):
+                if record_path(spec, model.variant, seed).exists():
+                    continue
+                if args.timeout is not None and time.monotonic() - started > args.timeout:
+                    print(f"{model.variant} seed {seed}: not started (--timeout {args.timeout:g} s reached)")
+                    continue
+                print(f"{model.variant} seed {seed}: NER, extraction and score ...", flush=True)
+                done = run_seed(spec, model, seed, num_threads=args.num_threads)
+                if done is None:
+                    waiting.append(f"{model.variant} seed {seed}")
+                else:
+                    print(f"{model.variant} seed {seed}: {done}", flush=True)
+        if waiting:
+            print("not trained yet (no tacred ablate result): " + ", ".join(waiting))
+        paths = compare(args.spec, None, args.readme)
+    except (EndToEndError, OSError, ValueError) as err:
+        return report("end-to-end", err)
+    print(paths[1].read_text(encoding="utf-8"), end="")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0

@@ -1,0 +1,311 @@
+"""End-to-end results over a seed sweep (CoNLL04): relations from raw text, scored strictly, five seeds a recipe.
+
+``tacred ablate`` trains and tests each recipe's relation model on the gold pairs, one run folder per seed. For each
+finished run, :func:`run_seed` adds what extraction from raw text needs and scores it: a NER trained on the
+dataset's own entities with the run's seed (``RUN/ner``, where ``tacred extract`` finds it), ``tacred extract`` over
+the raw test sentences (``RUN/extracted``) and the strict score with the NER's own F1
+(``OUT/VARIANT/seed_S/end_to_end.json``, OUT being the sweep's results folder). Every step is skipped when its output
+is there, so the same command goes on where it stopped. :func:`compare` then writes the table (mean ± sample std over
+seeds) beside published end-to-end systems, from the stored records alone.
+
+A spec (YAML, ``docs/results/conll04/end_to_end.yaml``) names the sweep, the gold data, the documents and the rows;
+``tacred end-to-end SPEC`` runs the missing seeds and ``tacred compare SPEC --readme README.md`` renders the table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tacred.errors import TacredError
+from tacred.experiments.ablation import RESULT_FILE, run_dir
+from tacred.experiments.ensemble import mean_std
+from tacred.io import read_json, write_json, write_text_atomic
+
+RECORD_FILE = "end_to_end.json"
+SUMMARY_FILE = "end_to_end_summary.json"
+TABLE_FILE = "end_to_end.md"
+NER_DONE = "training.json"  # the last file `tacred ner train` writes
+TARGET_KEYS = ("micro_f1", "ner_f1")
+# (summary key, record path): what the table averages over seeds
+MEASURES = {
+    "micro_precision": ("relations", "strict", "micro", "precision"),
+    "micro_recall": ("relations", "strict", "micro", "recall"),
+    "micro_f1": ("relations", "strict", "micro", "f1"),
+    "macro_f1": ("relations", "strict", "macro", "f1"),
+    "boundaries_f1": ("relations", "boundaries", "micro", "f1"),
+    "ner_f1": ("entities", "micro", "f1"),
+    "gold_pairs_f1": ("gold_pairs_f1",),
+}
+
+
+class EndToEndError(TacredError, ValueError):
+    """A spec, a run or a record that cannot be used (the message names the file and the entry)."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """One row of the application: a variant of the sweep and how many seeds complete it."""
+
+    key: str
+    name: str
+    inputs: str
+    variant: str
+    seeds: int
+    target: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published end-to-end system: NER F1 and strict relation F1 as its paper prints them, and which average."""
+
+    name: str
+    inputs: str
+    ner_f1: float | None
+    relation_f1: float
+    average: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path
+    title: str
+    measure: str
+    marker: str
+    results: Path  # the sweep's --out (records go beside its result.json files)
+    runs_dir: Path  # the sweep's --runs_dir (checkpoints; NER and extraction are written there)
+    gold: Path  # the gold test file (SpERT's layout)
+    train_data: Path  # the release folder the NER trains on (train and dev)
+    documents: Path  # the test sentences as documents for tacred extract
+    ner_epochs: int
+    models: tuple[Model, ...]
+    published: tuple[Published, ...]
+
+
+def _need(entry: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
+    if key not in entry:
+        raise EndToEndError(f"{where}: needs '{key}'")
+    value = entry[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is str and not value.strip()):
+        raise EndToEndError(f"{where}: '{key}' must be a {'non-empty text' if kind is str else kind.__name__}, "
+                            f"got {value!r}")
+    return value
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and check a spec; paths in it are relative to the working directory, ``results`` to the spec's folder."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise EndToEndError(f"{path}: cannot read the spec ({err})") from None
+    where = str(path)
+    if not isinstance(data, dict) or not isinstance(data.get("end_to_end"), dict):
+        raise EndToEndError(f"{where}: expected a mapping with an 'end_to_end' section")
+    unknown = set(data) - {"end_to_end", "title", "measure", "marker", "models", "published"}
+    if unknown:
+        raise EndToEndError(f"{where}: unknown keys {sorted(unknown)}")
+    e2e = data["end_to_end"]
+    section = f"{where}, end_to_end"
+    unknown = set(e2e) - {"results", "runs_dir", "gold", "train_data", "documents", "ner_epochs"}
+    if unknown:
+        raise EndToEndError(f"{section}: unknown keys {sorted(unknown)}")
+    models = []
+    for k, entry in enumerate(data.get("models") or []):
+        at = f"{where}, models[{k}]"
+        if not isinstance(entry, dict):
+            raise EndToEndError(f"{at}: expected a mapping")
+        target = entry.get("target") or {}
+        if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
+            raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
+        models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
+                            _need(entry, "variant", at), _need(entry, "seeds", at, int),
+                            {key: float(value) for key, value in target.items()}))
+    if not models:
+        raise EndToEndError(f"{where}: 'models' lists no model")
+    published = []
+    for k, entry in enumerate(data.get("published") or []):
+        at = f"{where}, published[{k}]"
+        if not isinstance(entry, dict):
+            raise EndToEndError(f"{at}: expected a mapping")
+        ner = entry.get("ner_f1")
+        published.append(Published(_need(entry, "name", at), _need(entry, "inputs", at),
+                                   None if ner is None else _need(entry, "ner_f1", at, float),
+                                   _need(entry, "relation_f1", at, float), _need(entry, "average", at),
+                                   _need(entry, "source", at)))
+    return Spec(path, _need(data, "title", where), _need(data, "measure", where), str(data.get("marker") or ""),
+                path.parent / _need(e2e, "results", section), Path(_need(e2e, "runs_dir", section)),
+                Path(_need(e2e, "gold", section)), Path(_need(e2e, "train_data", section)),
+                Path(_need(e2e, "documents", section)), int(e2e.get("ner_epochs", 30)), tuple(models),
+                tuple(published))
+
+
+def record_path(spec: Spec, variant: str, seed: int) -> Path:
+    return run_dir(spec.results, variant, seed) / RECORD_FILE
+
+
+def _step(command: list[str], log: Path) -> None:
+    """Run one ``tacred`` step in a subprocess, its output in ``log``; a failure names the command and the log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as out:
+        done = subprocess.run([sys.executable, "-m", "tacred", *command], stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        raise EndToEndError(f"tacred {command[0]} failed (exit {done.returncode}; log {log}): " + " / ".join(tail))
+
+
+def score_run(spec: Spec, extracted: Path, ner: Path) -> dict[str, Any]:
+    """The strict relation scores of what was extracted, and the NER's own scores on the gold test sentences."""
+    from tacred.data.conll04 import read_conll04, spacy_entities
+    from tacred.data.spacy_pipeline import load_spacy
+    from tacred.evaluation.end_to_end import gold_documents, predicted_relations, score_entities, score_relations
+    from tacred.extraction.mention_files import mention_files, read_mention_file
+
+    sentences = read_conll04(spec.gold)
+    stem = spec.gold.stem
+    gold = gold_documents(sentences, stem)
+    rows = ({**row, "where": f"{path}, record {n}"} for path in mention_files([str(extracted)])
+            for n, row in enumerate(read_mention_file(path), start=1))
+    pred, repeated = predicted_relations(rows, gold)
+    entities = score_entities(gold, spacy_entities(sentences, stem, load_spacy(str(ner))))
+    return {"relations": score_relations(gold, pred), "repeated": repeated, "entities": entities}
+
+
+def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path | None:
+    """NER, extraction and score of one finished run of the sweep (None when its ``tacred ablate`` result is not
+    in yet); each step is skipped when its output is there."""
+    from tacred.data.ner_training import BEST, NER_FOLDER
+    from tacred.experiments.results import provenance
+
+    record = record_path(spec, model.variant, seed)
+    if record.exists():
+        return record
+    result_file = record.parent / RESULT_FILE
+    if not result_file.exists():
+        return None
+    result = read_json(result_file)
+    run = run_dir(spec.runs_dir, model.variant, seed)
+    checkpoint = run / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
+    if not checkpoint.exists():
+        raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
+                            f"{spec.runs_dir}?)")
+    ner = run / NER_FOLDER
+    if not (ner / NER_DONE).exists():
+        _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
+               "--max_epochs", str(spec.ner_epochs)], run / "ner.log")
+    extracted = run / "extracted"
+    _step(["extract", str(spec.documents), "--ckpt_path", str(checkpoint), "--ner", str(ner),
+           "--output", str(extracted), "--num_threads", str(num_threads)], run / "extract.log")
+    scores = score_run(spec, extracted, ner / BEST)
+    ner_record = read_json(ner / NER_DONE)
+    write_json(record, {
+        "variant": model.variant, "seed": seed, "checkpoint": checkpoint.name,
+        "gold": str(spec.gold), "documents": str(spec.documents),
+        "gold_pairs_f1": 100 * float(result["f1"]),
+        **scores,
+        "ner_training": {k: ner_record.get(k) for k in ("base_model", "seed", "max_epochs", "seconds", "spacy")}
+        | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
+        **provenance(),
+    })
+    return record
+
+
+def _value(record: dict[str, Any], path: tuple[str, ...], where: Path) -> float:
+    value: Any = record
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            raise EndToEndError(f"{where}: no {'.'.join(path)}")
+        value = value[key]
+    return float(value)
+
+
+def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
+    """A row's figures: per measure, the values per seed and their mean and sample std (two decimals)."""
+    records = sorted(run_dir(spec.results, model.variant, 1).parent.glob(f"seed_*/{RECORD_FILE}"))
+    seeds, values = [], {key: [] for key in MEASURES}
+    for path in records:
+        record = read_json(path)
+        seeds.append(int(record["seed"]))
+        for key, where in MEASURES.items():
+            values[key].append(_value(record, where, path))
+    row: dict[str, Any] = {"variant": model.variant, "seeds": seeds, "complete": len(seeds) >= model.seeds}
+    for key, found in values.items():
+        row[key] = [round(v, 2) for v in found]
+        if found:
+            mean, std = mean_std(found)
+            row[f"{key}_mean"], row[f"{key}_std"] = round(mean, 2), round(std, 2)
+    if model.target and row["complete"]:
+        row["targets"] = {key: {"target": want, "value": row[f"{key}_mean"], "met": row[f"{key}_mean"] >= want,
+                                "missed_by": round(max(want - row[f"{key}_mean"], 0.0), 2)}
+                          for key, want in model.target.items()}
+    return row
+
+
+def measure(spec: Spec) -> dict[str, Any]:
+    return {"title": spec.title, "measure": spec.measure,
+            **{m.key: {"name": m.name, "inputs": m.inputs, **measure_model(spec, m)} for m in spec.models},
+            "published": [vars(p) for p in spec.published]}
+
+
+def _pm(row: dict[str, Any], key: str) -> str:
+    return f"{row[f'{key}_mean']:.2f} ± {row[f'{key}_std']:.2f}" if f"{key}_mean" in row else "–"
+
+
+def _target_cell(model: Model, row: dict[str, Any]) -> str:
+    if not row["complete"]:
+        return f"under way ({len(row['seeds'])} of {model.seeds} seeds)"
+    if not model.target:
+        return "–"
+    labels = {"micro_f1": "micro ≥ {:.1f}", "ner_f1": "NER ≥ {:.1f}"}
+    return "; ".join(labels[key].format(v["target"]) + (": met" if v["met"] else f": missed by {v['missed_by']:.2f}")
+                     for key, v in row["targets"].items())
+
+
+def _line(cells: list[str]) -> str:
+    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
+
+def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
+    """The title, what is measured, the application's rows (mean ± std over seeds, the target) and the published
+    systems (their strict relation F1 in the micro or the macro column, as printed), then the sources."""
+    lines = [f"# {spec.title}", "", spec.measure, "",
+             "| system | inputs | seeds | NER F1 | relation F1 (strict, micro) | P | R | macro-F1 | target |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for model in spec.models:
+        row = summary[model.key]
+        lines.append(_line([model.name, model.inputs, str(len(row["seeds"])), _pm(row, "ner_f1"), _pm(row, "micro_f1"),
+                            _pm(row, "micro_precision"), _pm(row, "micro_recall"), _pm(row, "macro_f1"),
+                            _target_cell(model, row)]))
+    for p in spec.published:
+        figure = f"{p.relation_f1:.2f}"
+        micro, macro = (figure, "") if p.average == "micro" else ("", figure)
+        lines.append(_line([p.name, p.inputs, "", "" if p.ner_f1 is None else f"{p.ner_f1:.2f}", micro, "", "",
+                            macro, "published"]))
+    lines += ["", "Sources: " + "; ".join(f"{p.name}: {p.source}" for p in spec.published)]
+    return "\n".join(lines) + "\n"
+
+
+def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | Path | None = None) -> list[Path]:
+    """``end_to_end_summary.json`` and ``end_to_end.md`` beside the spec (or in ``out``) from the stored records, and
+    the table in ``readme`` between its markers."""
+    from tacred.experiments.comparison import _readme_parts, table_of, update_readme
+
+    spec = load_spec(spec_path)
+    if readme is not None:
+        _readme_parts(Path(readme), spec.marker)
+    folder = Path(out) if out is not None else spec.path.parent
+    summary = measure(spec)
+    table = render_markdown(spec, summary)
+    paths = [write_json(folder / SUMMARY_FILE, summary), write_text_atomic(folder / TABLE_FILE, table)]
+    return paths + ([update_readme(readme, table_of(table), spec.marker)] if readme is not None else [])
+
+
+__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "render_markdown", "run_seed", "score_run")

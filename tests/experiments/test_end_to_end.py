@@ -1,0 +1,188 @@
+"""End-to-end results over a seed sweep (``tacred end-to-end``, ``tacred compare`` of an end-to-end spec): the spec's
+checks, the table's figures computed by hand from stored records, a seed not trained yet left for later, a finished
+seed not redone, the shipped CoNLL04 spec naming real recipes, and (slow) the whole path on a tiny CoNLL04 release:
+convert, ablate, NER, extract, score, table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tacred.commands.compare import main as compare_main
+from tacred.commands.end_to_end import main as e2e_main
+from tacred.experiments.end_to_end import (
+    RECORD_FILE,
+    EndToEndError,
+    load_spec,
+    measure,
+    record_path,
+    render_markdown,
+    run_seed,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+SPEC = {
+    "title": "Tiny end to end",
+    "marker": "tiny",
+    "measure": "strict micro-F1 on the tiny test sentences",
+    "end_to_end": {"results": "five_seeds", "runs_dir": "RUNS", "gold": "GOLD/conll04_test.json",
+                   "train_data": "GOLD", "documents": "DOCS/conll04_test.jsonl", "ner_epochs": 5},
+    "models": [{"key": "paper", "name": "the paper's network", "inputs": "glove", "variant": "paper", "seeds": 3,
+                "target": {"micro_f1": 50.0}}],
+    "published": [{"name": "SpERT", "inputs": "BERT-base", "ner_f1": 88.94, "relation_f1": 71.47,
+                   "average": "micro", "source": "Eberts & Ulges (2020)"},
+                  {"name": "Multi-head", "inputs": "BiLSTM-CRF", "ner_f1": 83.9, "relation_f1": 62.04,
+                   "average": "macro", "source": "Bekoulis et al. (2018)"}],
+}
+
+
+def write_spec(folder: Path, spec: dict | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "end_to_end.yaml"
+    path.write_text(yaml.safe_dump(spec or SPEC), encoding="utf-8")
+    return path
+
+
+def store(folder: Path, seed: int, micro: tuple[float, float, float], macro: float, ner: float) -> None:
+    """A record as run_seed writes it (only what the table reads)."""
+    p, r, f = micro
+    out = folder / "five_seeds" / "paper" / f"seed_{seed}" / RECORD_FILE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "seed": seed, "gold_pairs_f1": 60.0 + seed,
+        "relations": {"strict": {"micro": {"precision": p, "recall": r, "f1": f}, "macro": {"f1": macro}},
+                      "boundaries": {"micro": {"f1": f + 1}, "macro": {"f1": macro}}},
+        "entities": {"micro": {"f1": ner}}}), encoding="utf-8")
+
+
+def test_the_table_is_the_mean_and_sample_std_over_seeds_beside_published_systems(tmp_path: Path) -> None:
+    spec_path = write_spec(tmp_path)
+    store(tmp_path, 1, (60.0, 40.0, 48.0), 50.0, 80.0)
+    store(tmp_path, 2, (64.0, 44.0, 52.0), 54.0, 82.0)
+    spec = load_spec(spec_path)
+    summary = measure(spec)
+    row = summary["paper"]
+    assert row["seeds"] == [1, 2] and not row["complete"]
+    assert row["micro_f1_mean"] == 50.0 and row["micro_f1_std"] == pytest.approx(2.83, abs=0.005)  # stdev(48, 52)
+    assert row["ner_f1_mean"] == 81.0 and row["gold_pairs_f1"] == [61.0, 62.0]
+    assert "targets" not in row  # a row is judged only with all its seeds
+    table = render_markdown(spec, summary)
+    assert "| the paper's network | glove | 2 | 81.00 ± 1.41 | 50.00 ± 2.83 | 62.00 ± 2.83 | 42.00 ± 2.83 | " \
+           "52.00 ± 2.83 | under way (2 of 3 seeds) |" in table
+    assert "| SpERT | BERT-base | | 88.94 | 71.47 | | | | published |" in table
+    assert "| Multi-head | BiLSTM-CRF | | 83.90 | | | | 62.04 | published |" in table  # a macro figure in its column
+
+    store(tmp_path, 3, (62.0, 42.0, 47.0), 52.0, 81.0)
+    row = measure(load_spec(spec_path))["paper"]
+    assert row["complete"] and row["targets"]["micro_f1"] == {"target": 50.0, "value": 49.0, "met": False,
+                                                              "missed_by": 1.0}
+
+
+def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, capsys) -> None:
+    spec_path = write_spec(tmp_path)
+    store(tmp_path, 1, (60.0, 40.0, 48.0), 50.0, 80.0)
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- tacred compare tiny: start -->\nold\n<!-- tacred compare tiny: end -->\nend\n")
+    assert compare_main([str(spec_path), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("intro\n") and text.endswith("end\n")
+    assert "| the paper's network | glove | 1 | 80.00 ± 0.00 | 48.00 ± 0.00 |" in text
+    assert json.loads((tmp_path / "end_to_end_summary.json").read_text())["paper"]["seeds"] == [1]
+    assert (tmp_path / "end_to_end.md").read_text().startswith("# Tiny end to end")
+    # the same through tacred end-to-end --table_only; a README without the markers is an error naming it
+    (tmp_path / "other.md").write_text("no markers\n")
+    assert e2e_main([str(spec_path), "--table_only", "--readme", str(tmp_path / "other.md")]) == 2
+    assert "other.md" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: s.pop("end_to_end"), "'end_to_end' section"),
+    (lambda s: s["end_to_end"].pop("gold"), "end_to_end: needs 'gold'"),
+    (lambda s: s["end_to_end"].update(extra=1), "unknown keys ['extra']"),
+    (lambda s: s["models"][0].update(target={"macro": 1}), "models[0]: 'target' takes micro_f1, ner_f1"),
+    (lambda s: s["models"][0].update(seeds="five"), "models[0]: 'seeds' must be a int"),
+    (lambda s: s["published"][1].pop("average"), "published[1]: needs 'average'"),
+])
+def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path: Path, change, message, capsys) -> None:
+    spec = json.loads(json.dumps(SPEC))
+    change(spec)
+    path = write_spec(tmp_path, spec)
+    with pytest.raises(EndToEndError, match="end_to_end.yaml") as err:
+        load_spec(path)
+    assert message in str(err.value)
+    assert e2e_main([str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(tmp_path: Path, capsys) -> None:
+    spec = load_spec(write_spec(tmp_path))
+    model = spec.models[0]
+    assert run_seed(spec, model, 1) is None  # no tacred ablate result yet: nothing to score
+    store(tmp_path, 2, (60.0, 40.0, 48.0), 50.0, 80.0)
+    assert run_seed(spec, model, 2) == record_path(spec, "paper", 2)  # kept as it is: no NER, no extraction
+    # a result whose checkpoint is gone is an error naming both
+    result = tmp_path / "five_seeds" / "paper" / "seed_3" / "result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"checkpoint": "last", "f1": 0.5}))
+    with pytest.raises(EndToEndError, match="seed_3/result.json: its checkpoint .*last.ckpt is missing"):
+        run_seed(spec, model, 3)
+    assert e2e_main([str(tmp_path / "end_to_end.yaml"), "--only", "nope"]) == 2
+    assert "--only nope: no such model" in capsys.readouterr().err
+
+
+def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() -> None:
+    spec = load_spec(REPO / "docs" / "results" / "conll04" / "end_to_end.yaml")
+    for model in spec.models:
+        assert (REPO / "configs" / "conll04" / f"{model.variant}.yaml").is_file(), model.variant
+    assert {m.key: m.seeds for m in spec.models} == {"paper": 5, "transformer": 5, "mpnet": 3}
+    page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
+    for p in spec.published:
+        assert f"{p.relation_f1:g}" in page and p.name.split()[0] in page
+
+
+CONLL04_SOURCE = REPO.parent / "shared" / "data" / "conll04"
+
+
+@pytest.mark.slow
+def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
+    """A tiny CoNLL04 release through the real commands: convert, one seed of `tacred ablate` (one epoch), then
+    `tacred end-to-end` trains the seed's NER, extracts from the raw test sentences and scores them; run again, it
+    redoes nothing."""
+    from tacred.commands.ablate import main as ablate_main
+    from tacred.commands.convert import main as convert_main
+    from tests.data.test_ner_training import release
+
+    gold = release(tmp_path / "gold")
+    data = tmp_path / "data"
+    assert convert_main(["conll04", str(gold), str(data)]) == 0
+    runs = tmp_path / "runs"
+    spec = json.loads(json.dumps(SPEC))
+    spec["end_to_end"].update(runs_dir=str(runs), gold=str(gold / "conll04_test.json"), train_data=str(gold),
+                              documents=str(data / "documents" / "conll04_test.jsonl"), ner_epochs=3)
+    spec_path = write_spec(tmp_path / "results", spec)
+    assert ablate_main(["--config", str(REPO / "configs" / "conll04.yaml"),
+                        "--variants", str(REPO / "configs" / "conll04" / "paper.yaml"), "--seeds", "1",
+                        "--checkpoint", "last", "--reference", "paper", "--max_epochs", "1",
+                        "--out", str(tmp_path / "results" / "five_seeds"), "--runs_dir", str(runs),
+                        "--extra", "--data.data_dir", str(data), "--data.labels", str(data / "labels.json"),
+                        "--model.network.word_dim", "16", "--num_threads", "1"]) == 0
+    capsys.readouterr()
+    assert e2e_main([str(spec_path)]) == 0
+    out = capsys.readouterr().out
+    assert "paper seed 2: NER" not in out and "not trained yet (no tacred ablate result): paper seed 2, paper seed 3" in out
+    record = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
+    assert record["checkpoint"] == "last.ckpt" and record["ner_training"]["seed"] == 1
+    assert record["entities"]["micro"]["gold"] == 10  # every gold entity of the tiny test file
+    assert record["relations"]["strict"]["micro"]["gold"] == 2
+    assert (runs / "paper" / "seed_1" / "ner" / "model-best").is_dir()
+    assert "| the paper's network | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
+
+    shutil.rmtree(runs / "paper" / "seed_1" / "ner" / "model-last")  # a second run must not train the NER again
+    logs = {p: p.stat().st_mtime_ns for p in (runs / "paper" / "seed_1").glob("*.log")}
+    assert e2e_main([str(spec_path)]) == 0
+    assert {p: p.stat().st_mtime_ns for p in logs} == logs
