@@ -13,17 +13,19 @@ HELP = "Score a sweep's runs end to end from raw text (NER per seed, tacred extr
 EPILOG = """\
 SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_end` section: `results` and
 `runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
-SpERT's layout), `train_data` (the release folder the NER trains on), `documents` (the test sentences as written by
-`tacred convert conll04`) and `ner_epochs`; then `models` (key, name, inputs, variant, seeds, optional target:
-micro_f1, ner_f1) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source).
+SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
+convert conll04` wrote), `ner_epochs` and `operating_point` (argmax or dev_f1: which the table shows); then `models`
+(key, name, inputs, variant, seeds, optional target: micro_f1, ner_f1) and `published` (name, inputs, ner_f1,
+relation_f1, average: micro|macro, source).
 
 For each run whose `tacred ablate` result is in and that has no OUT/VARIANT/seed_S/end_to_end.json yet: a NER
-trained on the dataset's own entities with the run's seed (RUNS/VARIANT/seed_S/ner, `tacred ner train`), `tacred
-extract` over the documents with the run's tested checkpoint and that NER (RUNS/.../extracted), the strict scores
-and the NER's F1 on the gold test sentences (end_to_end.json). A step whose output is there is not repeated, so the
-same command goes on where it stopped; runs not trained yet are listed and left for later. Then
-end_to_end_summary.json and end_to_end.md beside SPEC (mean ± sample std over seeds), as `tacred compare SPEC`
-writes them from the stored records alone.
+trained on the dataset's own entities with the run's seed (RUNS/VARIANT/seed_S/ner, `tacred ner train`); a
+no-relation threshold chosen for F1 on the gold dev pairs (threshold_dev_f1.json, `tacred threshold tune`); `tacred
+extract` over the documents with the run's tested checkpoint and that NER, once at the argmax and once with the
+threshold (extracted_argmax/, extracted_dev_f1/); the strict scores of both and the NER's F1 on the gold test
+sentences (end_to_end.json). A step whose output is there is not repeated, so the same command goes on where it
+stopped; runs not trained yet are listed and left for later. Then end_to_end_summary.json and end_to_end.md beside
+SPEC (mean ± sample std over seeds), as `tacred compare SPEC` writes them from the stored records alone.
 
 example: tacred end-to-end docs/results/conll04/end_to_end.yaml --readme README.md
 """
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("spec", metavar="SPEC", help="the end-to-end spec (YAML)")
     parser.add_argument("--only", nargs="+", metavar="KEY", help="only these models (their keys in SPEC)")
+    parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
+                        help="only these seeds (default: 1 to each model's number), e.g. one process per core")
     parser.add_argument("--num_threads", type=int, default=1, help="threads of tacred extract (default 1)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="start no seed after SECONDS")
     parser.add_argument("--table_only", action="store_true", help="only tabulate the stored records")
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         for model in spec.models if not args.table_only else ():
             if args.only and model.key not in args.only:
                 continue
-            for seed in range(1, model.seeds + 1):
+            for seed in args.seeds or range(1, model.seeds + 1):
                 if record_path(spec, model.variant, seed).exists():
                     continue
                 if args.timeout is not None and time.monotonic() - started > args.timeout:

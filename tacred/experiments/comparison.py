@@ -89,18 +89,6 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def is_end_to_end(path: str | Path) -> bool:
-    """Whether the spec at ``path`` tabulates end-to-end extraction (an ``end_to_end`` section) rather than scores
-    on gold pairs; a file that cannot be read is left to the loader's errors."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return False
-    return isinstance(data, dict) and "end_to_end" in data
-
-
 def load_spec(path: str | Path) -> Spec:
     """Read and check a spec; ``results`` is a folder relative to the spec's own."""
     import yaml
@@ -281,12 +269,7 @@ def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
 
 def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | Path | None = None) -> list[Path]:
     """Write ``summary.json`` and ``comparison.md`` into ``out`` (default: the spec's folder) and, if given, the
-    table into ``readme`` between its markers. A spec with an ``end_to_end`` section is an end-to-end table
-    (:func:`tacred.experiments.end_to_end.compare`)."""
-    if is_end_to_end(spec_path):
-        from tacred.experiments import end_to_end
-
-        return end_to_end.compare(spec_path, out, readme)
+    table into ``readme`` between its markers."""
     spec = load_spec(spec_path)
     if not spec.results.is_dir():
         raise ComparisonError(f"{spec.path}: results folder {spec.results} does not exist")

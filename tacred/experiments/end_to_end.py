@@ -30,13 +30,16 @@ SUMMARY_FILE = "end_to_end_summary.json"
 TABLE_FILE = "end_to_end.md"
 NER_DONE = "training.json"  # the last file `tacred ner train` writes
 TARGET_KEYS = ("micro_f1", "ner_f1")
-# (summary key, record path): what the table averages over seeds
+# how each seed's relations are decided: the plain argmax, and one no-relation threshold chosen on the gold dev pairs
+# for F1 (`tacred threshold tune`); both are recorded, the spec's `operating_point` is the table's
+OPERATING_POINTS = ("argmax", "dev_f1")
+# (summary key, record path): what the table averages over seeds; "OP" is the operating point's entry
 MEASURES = {
-    "micro_precision": ("relations", "strict", "micro", "precision"),
-    "micro_recall": ("relations", "strict", "micro", "recall"),
-    "micro_f1": ("relations", "strict", "micro", "f1"),
-    "macro_f1": ("relations", "strict", "macro", "f1"),
-    "boundaries_f1": ("relations", "boundaries", "micro", "f1"),
+    "micro_precision": ("OP", "relations", "strict", "micro", "precision"),
+    "micro_recall": ("OP", "relations", "strict", "micro", "recall"),
+    "micro_f1": ("OP", "relations", "strict", "micro", "f1"),
+    "macro_f1": ("OP", "relations", "strict", "macro", "f1"),
+    "boundaries_f1": ("OP", "relations", "boundaries", "micro", "f1"),
     "ner_f1": ("entities", "micro", "f1"),
     "gold_pairs_f1": ("gold_pairs_f1",),
 }
@@ -81,7 +84,9 @@ class Spec:
     gold: Path  # the gold test file (SpERT's layout)
     train_data: Path  # the release folder the NER trains on (train and dev)
     documents: Path  # the test sentences as documents for tacred extract
+    data_dir: Path  # the converted dataset (its dev pairs tune the threshold)
     ner_epochs: int
+    operating_point: str
     models: tuple[Model, ...]
     published: tuple[Published, ...]
 
@@ -115,9 +120,13 @@ def load_spec(path: str | Path) -> Spec:
         raise EndToEndError(f"{where}: unknown keys {sorted(unknown)}")
     e2e = data["end_to_end"]
     section = f"{where}, end_to_end"
-    unknown = set(e2e) - {"results", "runs_dir", "gold", "train_data", "documents", "ner_epochs"}
+    unknown = set(e2e) - {"results", "runs_dir", "gold", "train_data", "documents", "data_dir", "ner_epochs",
+                          "operating_point"}
     if unknown:
         raise EndToEndError(f"{section}: unknown keys {sorted(unknown)}")
+    point = e2e.get("operating_point", "dev_f1")
+    if point not in OPERATING_POINTS:
+        raise EndToEndError(f"{section}: operating_point must be one of {', '.join(OPERATING_POINTS)}, got {point!r}")
     models = []
     for k, entry in enumerate(data.get("models") or []):
         at = f"{where}, models[{k}]"
@@ -144,8 +153,20 @@ def load_spec(path: str | Path) -> Spec:
     return Spec(path, _need(data, "title", where), _need(data, "measure", where), str(data.get("marker") or ""),
                 path.parent / _need(e2e, "results", section), Path(_need(e2e, "runs_dir", section)),
                 Path(_need(e2e, "gold", section)), Path(_need(e2e, "train_data", section)),
-                Path(_need(e2e, "documents", section)), int(e2e.get("ner_epochs", 30)), tuple(models),
-                tuple(published))
+                Path(_need(e2e, "documents", section)), Path(_need(e2e, "data_dir", section)),
+                int(e2e.get("ner_epochs", 30)), point, tuple(models), tuple(published))
+
+
+def is_end_to_end(path: str | Path) -> bool:
+    """Whether the spec at ``path`` tabulates end-to-end extraction (an ``end_to_end`` section) rather than scores
+    on gold pairs; a file that cannot be read is left to the loader's errors."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and "end_to_end" in data
 
 
 def record_path(spec: Spec, variant: str, seed: int) -> Path:
@@ -201,16 +222,28 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not (ner / NER_DONE).exists():
         _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
                "--max_epochs", str(spec.ner_epochs)], run / "ner.log")
-    extracted = run / "extracted"
-    _step(["extract", str(spec.documents), "--ckpt_path", str(checkpoint), "--ner", str(ner),
-           "--output", str(extracted), "--num_threads", str(num_threads)], run / "extract.log")
-    scores = score_run(spec, extracted, ner / BEST)
+    points = {}
+    for point in OPERATING_POINTS:
+        threshold = "0"
+        if point == "dev_f1":
+            threshold_file = run / "threshold_dev_f1.json"
+            if not threshold_file.exists():
+                _step(["threshold", "tune", "--ckpt_path", str(checkpoint), "--data_dir", str(spec.data_dir),
+                       "--output", str(threshold_file)], run / "threshold.log")
+            threshold = str(threshold_file)
+        extracted = run / f"extracted_{point}"
+        _step(["extract", str(spec.documents), "--ckpt_path", str(checkpoint), "--ner", str(ner),
+               "--threshold", threshold, "--output", str(extracted), "--num_threads", str(num_threads)],
+              run / f"extract_{point}.log")
+        scores = score_run(spec, extracted, ner / BEST)
+        entities = scores.pop("entities")
+        points[point] = {"threshold": read_json(threshold)["no_relation_threshold"] if point == "dev_f1" else 0.0, **scores}
     ner_record = read_json(ner / NER_DONE)
     write_json(record, {
         "variant": model.variant, "seed": seed, "checkpoint": checkpoint.name,
         "gold": str(spec.gold), "documents": str(spec.documents),
         "gold_pairs_f1": 100 * float(result["f1"]),
-        **scores,
+        **points, "entities": entities,
         "ner_training": {k: ner_record.get(k) for k in ("base_model", "seed", "max_epochs", "seconds", "spacy")}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
         **provenance(),
@@ -235,7 +268,7 @@ def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
         record = read_json(path)
         seeds.append(int(record["seed"]))
         for key, where in MEASURES.items():
-            values[key].append(_value(record, where, path))
+            values[key].append(_value(record, tuple(spec.operating_point if k == "OP" else k for k in where), path))
     row: dict[str, Any] = {"variant": model.variant, "seeds": seeds, "complete": len(seeds) >= model.seeds}
     for key, found in values.items():
         row[key] = [round(v, 2) for v in found]

@@ -31,7 +31,7 @@ SPEC = {
     "marker": "tiny",
     "measure": "strict micro-F1 on the tiny test sentences",
     "end_to_end": {"results": "five_seeds", "runs_dir": "RUNS", "gold": "GOLD/conll04_test.json",
-                   "train_data": "GOLD", "documents": "DOCS/conll04_test.jsonl", "ner_epochs": 5},
+                   "train_data": "GOLD", "documents": "DOCS/conll04_test.jsonl", "data_dir": "DATA", "ner_epochs": 5},
     "models": [{"key": "paper", "name": "the paper's network", "inputs": "glove", "variant": "paper", "seeds": 3,
                 "target": {"micro_f1": 50.0}}],
     "published": [{"name": "SpERT", "inputs": "BERT-base", "ner_f1": 88.94, "relation_f1": 71.47,
@@ -55,8 +55,10 @@ def store(folder: Path, seed: int, micro: tuple[float, float, float], macro: flo
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "seed": seed, "gold_pairs_f1": 60.0 + seed,
-        "relations": {"strict": {"micro": {"precision": p, "recall": r, "f1": f}, "macro": {"f1": macro}},
-                      "boundaries": {"micro": {"f1": f + 1}, "macro": {"f1": macro}}},
+        "dev_f1": {"relations": {"strict": {"micro": {"precision": p, "recall": r, "f1": f}, "macro": {"f1": macro}},
+                                 "boundaries": {"micro": {"f1": f + 1}, "macro": {"f1": macro}}}},
+        "argmax": {"relations": {"strict": {"micro": {"precision": 0, "recall": 0, "f1": 0}, "macro": {"f1": 0}},
+                                 "boundaries": {"micro": {"f1": 0}, "macro": {"f1": 0}}}},
         "entities": {"micro": {"f1": ner}}}), encoding="utf-8")
 
 
@@ -104,6 +106,7 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: s.pop("end_to_end"), "'end_to_end' section"),
     (lambda s: s["end_to_end"].pop("gold"), "end_to_end: needs 'gold'"),
     (lambda s: s["end_to_end"].update(extra=1), "unknown keys ['extra']"),
+    (lambda s: s["end_to_end"].update(operating_point="p80"), "operating_point must be one of argmax, dev_f1"),
     (lambda s: s["models"][0].update(target={"macro": 1}), "models[0]: 'target' takes micro_f1, ner_f1"),
     (lambda s: s["models"][0].update(seeds="five"), "models[0]: 'seeds' must be a int"),
     (lambda s: s["published"][1].pop("average"), "published[1]: needs 'average'"),
@@ -163,7 +166,8 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     runs = tmp_path / "runs"
     spec = json.loads(json.dumps(SPEC))
     spec["end_to_end"].update(runs_dir=str(runs), gold=str(gold / "conll04_test.json"), train_data=str(gold),
-                              documents=str(data / "documents" / "conll04_test.jsonl"), ner_epochs=3)
+                              documents=str(data / "documents" / "conll04_test.jsonl"), data_dir=str(data),
+                              ner_epochs=3)
     spec_path = write_spec(tmp_path / "results", spec)
     assert ablate_main(["--config", str(REPO / "configs" / "conll04.yaml"),
                         "--variants", str(REPO / "configs" / "conll04" / "paper.yaml"), "--seeds", "1",
@@ -178,7 +182,10 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     record = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
     assert record["checkpoint"] == "last.ckpt" and record["ner_training"]["seed"] == 1
     assert record["entities"]["micro"]["gold"] == 10  # every gold entity of the tiny test file
-    assert record["relations"]["strict"]["micro"]["gold"] == 2
+    for point in ("argmax", "dev_f1"):  # both operating points extracted and scored
+        assert record[point]["relations"]["strict"]["micro"]["gold"] == 4
+    assert record["argmax"]["threshold"] == 0.0 and isinstance(record["dev_f1"]["threshold"], float)
+    assert (runs / "paper" / "seed_1" / "threshold_dev_f1.json").is_file()
     assert (runs / "paper" / "seed_1" / "ner" / "model-best").is_dir()
     assert "| the paper's network | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
 
