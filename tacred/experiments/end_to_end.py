@@ -187,7 +187,12 @@ def score_run(spec: Spec, extracted: Path, ner: Path) -> dict[str, Any]:
     """The strict relation scores of what was extracted, and the NER's own scores on the gold test sentences."""
     from tacred.data.conll04 import read_conll04, spacy_entities
     from tacred.data.spacy_pipeline import load_spacy
-    from tacred.evaluation.end_to_end import gold_documents, predicted_relations, score_entities, score_relations
+    from tacred.evaluation.end_to_end import (
+        gold_documents,
+        predicted_relations,
+        score_entities,
+        score_relations,
+    )
     from tacred.extraction.mention_files import mention_files, read_mention_file
 
     sentences = read_conll04(spec.gold)
