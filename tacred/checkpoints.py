@@ -66,6 +66,17 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise CheckpointError(f"{path}: is a folder without a checkpoint (looked for {', '.join(RUN_CHECKPOINTS)})")
 
 
+RUN_CONFIG = "config.yaml"  # what `tacred fit` writes into its run folder, beside checkpoints/
+
+
+def run_config(ckpt_path: str | Path) -> Path | None:
+    """The ``config.yaml`` of the run folder a checkpoint was saved in (``RUN/checkpoints/X.ckpt`` →
+    ``RUN/config.yaml``), written by the same ``tacred fit``; None for a checkpoint outside a run folder."""
+    ckpt = Path(ckpt_path)
+    found = ckpt.parent.parent / RUN_CONFIG if ckpt.parent.name == "checkpoints" else None
+    return found if found is not None and found.is_file() else None
+
+
 def _pickle_like(path: Path) -> bool:
     """Whether the file starts as ``torch.save`` writes: a zip archive, or a pickle (protocol 2 or later)."""
     with path.open("rb") as f:

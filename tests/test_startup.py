@@ -161,11 +161,19 @@ def test_a_malformed_data_file_is_reported_before_torch_loads(tmp_path):
 
 
 def test_an_invalid_example_of_a_checkpoints_test_file_is_reported_before_lightning_loads(checkpoint, tmp_path):
-    """Without --config, `tacred test` takes --data.strict from the checkpoint's configuration: its examples are
-    checked once the checkpoint is read (torch has loaded then, Lightning not)."""
+    """Without --config, `tacred test` takes --data.strict from the checkpoint's configuration. In its run folder the
+    fit's config.yaml says the same, so the examples are checked before torch loads; a checkpoint copied out of its
+    run folder is read first (torch has loaded then, Lightning not)."""
+    import shutil
+
+    assert (checkpoint.parent.name, (checkpoint.parent.parent / "config.yaml").is_file()) == ("checkpoints", True)
+    alone = tmp_path / "alone" / "model.ckpt"
+    alone.parent.mkdir()
+    shutil.copy(checkpoint, alone)
     folders, expected = broken_data(tmp_path)
     for name in ("missing", "span"):
         test_file = folders[name] / "test.json"
-        proc = run(["test", "--ckpt_path", str(checkpoint), "--data.test_file", str(test_file)])
-        assert "HEAVY ['torch'] CODE 2" in proc.stdout, proc.stdout + proc.stderr
-        assert f"tacred test: error: {test_file}{expected[name]}" in proc.stderr, proc.stderr
+        for ckpt, heavy in ((checkpoint, "[]"), (alone, "['torch']")):
+            proc = run(["test", "--ckpt_path", str(ckpt), "--data.test_file", str(test_file)])
+            assert f"HEAVY {heavy} CODE 2" in proc.stdout, proc.stdout + proc.stderr
+            assert f"tacred test: error: {test_file}{expected[name]}" in proc.stderr, proc.stderr

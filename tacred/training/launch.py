@@ -43,7 +43,7 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
         argv = split_files_from_here(argv)
         ckpt_path = option_value(argv, "--ckpt_path")
         check_command(argv)  # option values before torch and Lightning load, data files below
-        from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name
+        from tacred.checkpoints import check_checkpoint_file, is_lightning_ckpt_name, run_config
 
         checkpoint = None
         if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path) and Path(ckpt_path).is_dir():
@@ -58,7 +58,11 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
         # every example of the data files before torch loads, where the command line names them all; an evaluation
         # whose checkpoint holds the rest of its configuration: the files named here, the others once it is read
         whole = argv[0] not in EVAL_COMMANDS or ckpt_path is None or has_config(argv)
-        check_data_files(argv, given_only=not whole)
+        beside = None if whole or is_lightning_ckpt_name(ckpt_path) else run_config(ckpt_path)
+        if beside is not None:  # the run folder's config.yaml names them all and --data.strict: checked whole
+            check_data_files([argv[0], "--config", str(beside), *argv[1:]])
+        else:
+            check_data_files(argv, given_only=not whole)
         if ckpt_path is not None and not is_lightning_ckpt_name(ckpt_path):
             from tacred.checkpoints import read_checkpoint
 
