@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.experiments.end_to_end import EndToEndError, compare, load_spec, record_path, run_seed
+    from tacred.experiments.end_to_end import EndToEndError, compare, load_spec, record_path, run_seed, trained
 
     started = time.monotonic()
     try:
@@ -68,12 +68,12 @@ def main(argv: list[str] | None = None) -> int:
                 if args.timeout is not None and time.monotonic() - started > args.timeout:
                     print(f"{model.variant} seed {seed}: not started (--timeout {args.timeout:g} s reached)")
                     continue
-                print(f"{model.variant} seed {seed}: NER, extraction and score ...", flush=True)
-                done = run_seed(spec, model, seed, num_threads=args.num_threads)
-                if done is None:
+                if not trained(spec, model, seed):
                     waiting.append(f"{model.variant} seed {seed}")
-                else:
-                    print(f"{model.variant} seed {seed}: {done}", flush=True)
+                    continue
+                print(f"{model.variant} seed {seed}: NER, extraction and score ...", flush=True)
+                print(f"{model.variant} seed {seed}: {run_seed(spec, model, seed, num_threads=args.num_threads)}",
+                      flush=True)
         if waiting:
             print("not trained yet (no tacred ablate result): " + ", ".join(waiting))
         paths = compare(args.spec, None, args.readme)

@@ -205,6 +205,11 @@ def score_run(spec: Spec, extracted: Path, ner: Path) -> dict[str, Any]:
     return {"relations": score_relations(gold, pred), "repeated": repeated, "entities": entities}
 
 
+def trained(spec: Spec, model: Model, seed: int) -> bool:
+    """Whether ``tacred ablate`` has finished (trained and tested) this seed of the model."""
+    return (record_path(spec, model.variant, seed).parent / RESULT_FILE).exists()
+
+
 def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path | None:
     """NER, extraction and score of one finished run of the sweep (None when its ``tacred ablate`` result is not
     in yet); each step is skipped when its output is there."""
@@ -215,7 +220,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if record.exists():
         return record
     result_file = record.parent / RESULT_FILE
-    if not result_file.exists():
+    if not trained(spec, model, seed):
         return None
     result = read_json(result_file)
     run = run_dir(spec.runs_dir, model.variant, seed)
@@ -346,4 +351,4 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
     return paths + ([update_readme(readme, table_of(table), spec.marker)] if readme is not None else [])
 
 
-__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "render_markdown", "run_seed", "score_run")
+__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "render_markdown", "run_seed", "score_run", "trained")

@@ -14,6 +14,7 @@ MENTION_SUFFIXES = (".jsonl", ".parquet")
 # the one *.jsonl of an extraction folder that holds no mentions (its other files, extract.json, summary.json and
 # done/*.json, are not *.jsonl): the documents skipped
 NOT_MENTIONS = ("bad.jsonl",)
+MANIFEST = "extract.json"  # an extraction folder's record of its run: with it, a folder without shards found nothing
 ARGUMENT_FIELDS = (("text", str), ("start", int), ("end", int), ("type", str))
 
 
@@ -23,14 +24,16 @@ class MentionFileError(TacredError):
 
 def mention_files(paths: Iterable[str | Path]) -> list[Path]:
     """The mention files named by ``paths``: files as given, and in each folder (recursively) every ``*.jsonl`` and
-    ``*.parquet`` that is not one of an extraction's other files (:data:`NOT_MENTIONS`), sorted by name."""
+    ``*.parquet`` that is not one of an extraction's other files (:data:`NOT_MENTIONS`), sorted by name. An
+    extraction folder (with its :data:`MANIFEST`) that found no relation has none; any other folder without one is
+    an error."""
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             inside = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MENTION_SUFFIXES
                             and p.name not in NOT_MENTIONS and not p.name.startswith("."))
-            if not inside:
+            if not inside and not (path / MANIFEST).is_file():
                 raise MentionFileError(f"{path}: no mention files (*.jsonl, *.parquet) in this folder")
             found += inside
         elif path.is_file():

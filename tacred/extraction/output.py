@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tacred.extraction.documents import BadDocument, Document
-from tacred.extraction.mention_files import read_mention_records
+from tacred.extraction.mention_files import MANIFEST, read_mention_records
 from tacred.extraction.pipeline import DocumentResult
 from tacred.io import write_text_atomic
 
 SHARD_FORMATS = ("jsonl", "parquet")
-MANIFEST = "extract.json"
 
 
 class OutputFolderError(ValueError):

@@ -107,6 +107,22 @@ def test_no_prediction_scores_zero(gold_file: Path) -> None:
                                          "gold": 3}
 
 
+def test_an_extraction_folder_that_found_nothing_scores_zero(gold_file: Path, tmp_path: Path, capsys) -> None:
+    """tacred extract writes no shard when it finds no relation; its folder (extract.json beside done/) is an empty
+    prediction, while a folder that is not an extraction's is still an error."""
+    from tacred.extraction.mention_files import MANIFEST
+
+    found_nothing = tmp_path / "extracted"
+    (found_nothing / "done").mkdir(parents=True)
+    (found_nothing / MANIFEST).write_text("{}")
+    (found_nothing / "bad.jsonl").write_text("")
+    assert main([str(gold_file), str(found_nothing), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["relations"]["strict"]["micro"]["predicted"] == 0
+    (found_nothing / MANIFEST).unlink()
+    assert main([str(gold_file), str(found_nothing)]) == 2
+    assert "no mention files (*.jsonl, *.parquet) in this folder" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("record, problem", [
     ({**PREDICTED[0], "doc_id": "conll04_dev-0"}, r"record 1: doc_id 'conll04_dev-0' is not a gold sentence"),
     ({**PREDICTED[0], "relation": "per:employee_of"}, r"relation 'per:employee_of' is not one of the gold relations"),

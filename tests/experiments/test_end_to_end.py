@@ -174,7 +174,7 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
                         "--checkpoint", "last", "--reference", "paper", "--max_epochs", "1",
                         "--out", str(tmp_path / "results" / "five_seeds"), "--runs_dir", str(runs),
                         "--extra", "--data.data_dir", str(data), "--data.labels", str(data / "labels.json"),
-                        "--model.network.word_dim", "16", "--num_threads", "1"]) == 0
+                        "--model.network.word_dim", "30", "--num_threads", "1"]) == 0
     capsys.readouterr()
     assert e2e_main([str(spec_path)]) == 0
     out = capsys.readouterr().out
