@@ -49,7 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.experiments.end_to_end import EndToEndError, compare, load_spec, record_path, run_seed, trained
+    from tacred.experiments.end_to_end import (
+        EndToEndError,
+        compare,
+        load_spec,
+        record_path,
+        run_seed,
+        trained,
+    )
 
     started = time.monotonic()
     try:
