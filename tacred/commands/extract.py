@@ -32,6 +32,7 @@ named per input file and block (parts/part-FILE-BLOCK.*), resumed by the same co
 
 def build_parser() -> argparse.ArgumentParser:
     from tacred.devices import DEVICE_HELP
+    from tacred.extraction.runner import CHUNK_SIZE
     from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS
 
     p = OneLineParser(prog="tacred extract", description=HELP, epilog=EPILOG,
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default=None,
                    help="with --engine ray: the Ray cluster to join (HOST:PORT of its head, or auto; default: start "
                         "Ray on this machine)")
-    p.add_argument("--chunk_size", type=int, default=64, help="documents per shard (default 64)")
+    p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE, help=f"documents per shard (default {CHUNK_SIZE})")
     p.add_argument("--no_signatures", action="store_true",
                    help="keep pairs and relations that the model's relation signatures rule out")
     p.add_argument("--max_pairs", type=int, default=MAX_PAIRS,

@@ -45,7 +45,8 @@ class TextRelations:
 
 
 def mention_record(doc_id: str, text: str, sentence: tuple[int, int], relation: Relation) -> dict[str, Any]:
-    """One relation as the record that extraction writes (offsets into the document, end-exclusive)."""
+    """One relation as the record that extraction writes (offsets into the document, end-exclusive); its Parquet
+    schema is :mod:`tacred.extraction.parquet_shards`, and :mod:`tacred.extraction.mention_files` reads it back."""
     return {
         "doc_id": doc_id, "sentence": relation.sentence, "sentence_text": text[sentence[0]:sentence[1]],
         "subject": asdict(relation.subject), "object": asdict(relation.object),
