@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # the candidate pairs of each sentence, by (text, sentence): the sentence's features and its pairs, each with its row
-SentencePairs = dict[tuple[int, int], tuple[dict[str, list[str]], list[tuple[int, Candidate, Candidate]]]]
+PairsBySentence = dict[tuple[int, int], tuple[dict[str, list[str]], list[tuple[int, Candidate, Candidate]]]]
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int)
     return nlp
 
 
-def _sentence_probabilities(predictor: Predictor, by_sentence: SentencePairs, both_orders: bool) -> np.ndarray:
+def _sentence_probabilities(predictor: Predictor, by_sentence: PairsBySentence, both_orders: bool) -> np.ndarray:
     """The probabilities of every candidate pair, in the rows of its owner (both orders: (2N, L), in pairs of
     orders), from arrays built per sentence (:meth:`Predictor.pair_probabilities`)."""
     from tacred.inference.sentence_pairs import SentenceEncoder
@@ -119,7 +119,7 @@ def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence
     examples: list[dict[str, Any]] = []
     owners: list[tuple[int, int, Mention, Mention]] = []
     # the word-vocabulary models get their pairs as arrays built per sentence (tacred.inference.sentence_pairs)
-    by_sentence: SentencePairs | None = {} if getattr(predictor, "encodes_sentences", False) else None
+    by_sentence: PairsBySentence | None = {} if getattr(predictor, "encodes_sentences", False) else None
     for n, doc in enumerate(docs):
         found, sentences = [], []
         for k, sent in enumerate(doc.sents):
