@@ -50,7 +50,7 @@ def signature_effect(checkpoint: str | Path, split: str | Path, name: str, signa
     from tacred.data.signatures import coarse
     from tacred.data.vocab import Vocabularies
     from tacred.evaluation.scoring import prf
-    from tacred.inference.signature_filter import SignatureFilter
+    from tacred.extraction.signature_filter import SignatureFilter
     from tacred.training import evaluate
 
     checkpoint = resolve_checkpoint(checkpoint)
@@ -86,9 +86,9 @@ def plain_text_effect(checkpoint: str | Path, split: str | Path, limit: int | No
     import json
 
     from tacred.data.signatures import Signatures
+    from tacred.extraction.relations import extract_relations
+    from tacred.extraction.signature_filter import SignatureFilter
     from tacred.inference.api import load_model
-    from tacred.inference.extract import extract_relations
-    from tacred.inference.signature_filter import SignatureFilter
 
     model = load_model(checkpoint, device="cpu")
     signatures: Signatures = model.encoder.vocab.signatures

@@ -32,6 +32,8 @@ named per input file and block (parts/part-FILE-BLOCK.*), resumed by the same co
 
 def build_parser() -> argparse.ArgumentParser:
     from tacred.devices import DEVICE_HELP
+    from tacred.extraction.runner import CHUNK_SIZE
+    from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS
 
     p = OneLineParser(prog="tacred extract", description=HELP, epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", action="store_true", help="text files hold one document per line")
     p.add_argument("--text_column", default="text", help="JSON Lines key or Parquet column of the text (default text)")
     p.add_argument("--id_column", default="id", help="JSON Lines key or Parquet column of the id (default id)")
-    p.add_argument("--max_chars", type=int, default=1_000_000,
-                   help="longer documents are skipped and reported (default 1000000)")
+    p.add_argument("--max_chars", type=int, default=MAX_CHARACTERS,
+                   help=f"longer documents are skipped and reported (default {MAX_CHARACTERS})")
     p.add_argument("--workers", type=int, default=None,
                    help="processes, each with its own model and spaCy (default 1; with --engine ray: Ray actors, "
                         "default the cluster's CPUs / --num_threads)")
@@ -56,10 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default=None,
                    help="with --engine ray: the Ray cluster to join (HOST:PORT of its head, or auto; default: start "
                         "Ray on this machine)")
-    p.add_argument("--chunk_size", type=int, default=64, help="documents per shard (default 64)")
+    p.add_argument("--chunk_size", type=int, default=CHUNK_SIZE, help=f"documents per shard (default {CHUNK_SIZE})")
     p.add_argument("--no_signatures", action="store_true",
                    help="keep pairs and relations that the model's relation signatures rule out")
-    p.add_argument("--max_pairs", type=int, default=100, help="candidate pairs predicted per document (default 100)")
+    p.add_argument("--max_pairs", type=int, default=MAX_PAIRS,
+                   help=f"candidate pairs predicted per document (default {MAX_PAIRS})")
     p.add_argument("--threshold", default=None,
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
@@ -69,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "when there is one, else the spaCy pipeline's own), stock (the spaCy pipeline's own), or the "
                         "folder of a NER trained by `tacred ner train`")
     p.add_argument("--batch_size", type=int, default=50, help="pairs per forward pass (default 50)")
-    p.add_argument("--max_tokens", type=int, default=512, help="longer sentences are skipped (default 512)")
+    p.add_argument("--max_tokens", type=int, default=MAX_TOKENS,
+                   help=f"longer sentences are skipped (default {MAX_TOKENS})")
     p.add_argument("--num_threads", type=int, default=None,
                    help="torch CPU threads per worker (default: this machine's cores shared out among the "
                         "workers; with --engine ray: 1, one actor per CPU of the cluster, or with --workers the "

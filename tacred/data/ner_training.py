@@ -5,7 +5,7 @@ spaces, tokenised by spaCy, each gold entity a character span); the packaged pip
 and transition model) is the starting point, given the dataset's types as labels, and ``spacy.cli.train.train``
 trains it from a config this module writes, with a fixed seed, keeping the best model on dev (entity F1). The
 saved folder (``<out>/model-best``) holds :data:`TYPES_FILE`: the map from the dataset's types to the entity types
-the relation model was trained with, which ``tacred extract`` applies (:func:`tacred.inference.extract.text_pipeline`).
+the relation model was trained with, which ``tacred extract`` applies (:func:`tacred.extraction.relations.text_pipeline`).
 """
 
 from __future__ import annotations

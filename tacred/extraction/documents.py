@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_CHARS = 1_000_000  # spaCy's own default limit on one text
+from tacred.inference.input_rules import MAX_CHARACTERS
+
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 FORMATS = ("auto", "text", "lines", "jsonl", "parquet")
@@ -188,7 +189,7 @@ def _stdin_bytes() -> Iterable[bytes]:
 
 
 def read_documents(sources: Iterable[str | Path], *, text_column: str = "text", id_column: str = "id",
-                   fmt: str = "auto", lines: bool = False, max_chars: int = MAX_CHARS,
+                   fmt: str = "auto", lines: bool = False, max_chars: int = MAX_CHARACTERS,
                    stdin: Iterable[bytes] | None = None) -> Iterator[Document | BadDocument]:
     """The documents of every source in order, lazily. A source is a file (by suffix: ``.jsonl``/``.ndjson`` JSON
     Lines, ``.parquet`` Parquet, anything else one text document per file; ``lines``: one document per line of a

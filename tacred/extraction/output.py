@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from tacred.extraction.answers import DocumentResult
 from tacred.extraction.documents import BadDocument, Document
 from tacred.extraction.mention_files import MANIFEST, read_mention_records
-from tacred.extraction.pipeline import DocumentResult
 from tacred.io import write_text_atomic
 
 SHARD_FORMATS = ("jsonl", "parquet")

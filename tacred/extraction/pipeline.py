@@ -1,20 +1,20 @@
 """The work on one document: spaCy splits it into sentences and finds the candidate arguments, the model decides
-every candidate pair (:func:`tacred.inference.extract.relations_in_docs`), and each relation becomes a mention
-record with offsets into the document."""
+every candidate pair (:func:`tacred.extraction.relations.relations_in_docs`), and each relation becomes a mention
+record with offsets into the document (:func:`tacred.extraction.answers.mention_record`)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tacred.extraction.documents import MAX_CHARS, Document
+from tacred.extraction.answers import DocumentResult
+from tacred.extraction.documents import Document
+from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
-
-    from tacred.inference.extract import Relation
 
 log = logging.getLogger(__name__)
 
@@ -30,34 +30,12 @@ class ExtractorSettings:
     threshold: float | str | None = None
     spacy_model: str | None = None
     batch_size: int = 50
-    max_tokens: int | None = 512
-    max_pairs: int = 100
+    max_tokens: int | None = MAX_TOKENS
+    max_pairs: int = MAX_PAIRS
     signatures: bool = True
     num_threads: int | None = None
-    max_chars: int = MAX_CHARS
+    max_chars: int = MAX_CHARACTERS
     ner: str | None = "auto"  # the entity source: auto (the run's trained NER, else spaCy's), stock, or a folder
-
-
-@dataclass
-class DocumentResult:
-    """What one document gave: its sentences, the candidate pairs asked, the mentions decided (JSON-ready dicts,
-    see :func:`mention_record`), or the error that stopped it (then nothing else)."""
-
-    doc_id: str
-    sentences: int = 0
-    pairs: int = 0
-    mentions: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-
-
-def mention_record(doc_id: str, text: str, sentence: tuple[int, int], relation: Relation) -> dict[str, Any]:
-    """One relation as the record that extraction writes (offsets into the document, end-exclusive)."""
-    return {
-        "doc_id": doc_id, "sentence": relation.sentence, "sentence_text": text[sentence[0]:sentence[1]],
-        "subject": asdict(relation.subject), "object": asdict(relation.object),
-        "relation": relation.relation, "probability": round(float(relation.probability), 6),
-        "evidence": relation.evidence,
-    }
 
 
 class DocumentExtractor:
@@ -65,8 +43,8 @@ class DocumentExtractor:
     as its settings alone (a worker process loads its own model)."""
 
     def __init__(self, settings: ExtractorSettings) -> None:
+        from tacred.extraction.relations import text_pipeline
         from tacred.inference.api import load_model
-        from tacred.inference.extract import text_pipeline
 
         self.settings = settings
         if settings.num_threads:
@@ -99,13 +77,9 @@ class DocumentExtractor:
         return [result for doc in docs for result in self.process_many([doc])]
 
     def _batch(self, docs: Sequence[Document]) -> list[DocumentResult]:
-        from tacred.inference.extract import relations_in_docs
+        from tacred.extraction.relations import relations_in_docs
 
         parsed: list[Doc] = list(self.nlp.pipe([d.text for d in docs], batch_size=SPACY_BATCH))
         found = relations_in_docs(self.predictor, parsed, [d.id for d in docs], self.settings.max_pairs,
                                   self.settings.signatures)
-        out = []
-        for doc, text in zip(docs, found, strict=True):
-            mentions = [mention_record(doc.id, doc.text, text.sentences[r.sentence], r) for r in text.relations]
-            out.append(DocumentResult(doc.id, len(text.sentences), text.pairs, mentions))
-        return out
+        return [DocumentResult.of_text(doc.id, doc.text, text) for doc, text in zip(docs, found, strict=True)]

@@ -37,7 +37,7 @@ _worker: DocumentExtractor | None = None
 
 def _start_worker(settings: ExtractorSettings) -> None:
     global _worker
-    from tacred.inference import signature_filter
+    from tacred.extraction import signature_filter
 
     signature_filter._warned = True  # the parent said it already, if the model holds no signatures
     _worker = DocumentExtractor(settings)

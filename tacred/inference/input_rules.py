@@ -8,6 +8,7 @@ from collections.abc import Set
 
 MAX_TOKENS = 512  # tokens per input by default: TACRED's longest sentence has 96, SemEval's 97 (spaCy tokens)
 MAX_CHARACTERS = 1_000_000  # characters per input: spaCy's own limit (its nlp.max_length, error E088)
+MAX_PAIRS = 100  # candidate pairs predicted per text in extraction (the closest together when there are more)
 
 
 class InputError(ValueError):

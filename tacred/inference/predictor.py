@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tacred.inference.encoding import InputEncoder
-from tacred.inference.input_rules import MAX_TOKENS, check_max_tokens
+from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS, check_max_tokens
 from tacred.inference.inputs import InputError, InputReader, as_items
 from tacred.inference.outputs import Prediction, predictions
 
 if TYPE_CHECKING:
     from spacy.language import Language
 
-    from tacred.inference.extract import Relation
+    from tacred.extraction.answers import Relation
     from tacred.inference.sentence_pairs import SentenceArrays
 
 
@@ -100,11 +100,10 @@ class Predictor:
 
     @property
     def text_nlp(self) -> Language:
-        """The trimmed spaCy pipeline that :meth:`extract` runs (:func:`tacred.inference.extract.text_pipeline`: the
-        sentencizer instead of the parser where the model pairs no nominals), loaded on first use."""
+        """The trimmed spaCy pipeline that :meth:`extract` runs (:func:`tacred.extraction.relations.text_pipeline`:
+        the sentencizer instead of the parser where the model pairs no nominals), loaded on first use."""
         if self._text_nlp is None:
-            from tacred.inference.extract import text_pipeline
-            from tacred.inference.input_rules import MAX_CHARACTERS
+            from tacred.extraction.relations import text_pipeline
 
             self._text_nlp = text_pipeline(self, self.spacy_model, MAX_CHARACTERS)
         return self._text_nlp
@@ -123,14 +122,14 @@ class Predictor:
             raise InputError("infer takes one input; use predict for a list")
         return pred.relation, pred.probability
 
-    def extract(self, text: str | Iterable[str], max_pairs: int = 100,
+    def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS,
                 signatures: bool = True) -> list[Relation] | list[list[Relation]] | Iterator[list[Relation]]:
         """Relations in plain text: spaCy finds the entities (and nominals), every candidate subject/object pair is
         predicted, and the pairs decided as a relation come back with character offsets
-        (:mod:`tacred.inference.extract`). One text gives a list; a list (or tuple) of texts, a list per text; any
+        (:mod:`tacred.extraction.relations`). One text gives a list; a list (or tuple) of texts, a list per text; any
         other iterable (a generator, an open file), a generator of one list per text, read lazily.
         ``signatures``: drop pairs and relations that the model's relation signatures rule out."""
-        from tacred.inference.extract import extract_relations
+        from tacred.extraction.relations import extract_relations
 
         if isinstance(text, str):
             return extract_relations(self, [text], max_pairs, signatures=signatures)[0]
@@ -143,7 +142,7 @@ class Predictor:
         return self._extract_lazily(iter(text), max_pairs, signatures)
 
     def _extract_lazily(self, texts: Iterator[str], max_pairs: int, signatures: bool) -> Iterator[list[Relation]]:
-        from tacred.inference.extract import extract_relations
+        from tacred.extraction.relations import extract_relations
 
         done = 0
         while batch := list(islice(texts, EXTRACT_BATCH)):

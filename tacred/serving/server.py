@@ -4,7 +4,7 @@ raw text, dynamic batching.
 A request body is one input or a list of them; the answer is one object or a list with an entry per input.
 ``/predict`` takes a marked sentence (``{"text": "<subj>…</subj> … <obj>…</obj>"}``), an OpenNRE dict or a TACRED
 dict and answers a prediction; ``/extract`` takes a text (a string, or ``{"text": ..., "id": ...}``) and answers
-the relations found in it (:mod:`tacred.inference.extract`). Requests are batched across clients (LitServe's
+the relations found in it (:mod:`tacred.extraction.relations`). Requests are batched across clients (LitServe's
 ``max_batch_size``/``batch_timeout``). A bad request gets a JSON ``{"detail": ...}`` and never disturbs the other
 requests of its batch: 413 for a body over ``max_body_bytes``, 400 for a body that is not JSON, 422 for one input the
 model cannot read (over ``max_tokens`` tokens, say) or a list over ``max_batch_inputs`` inputs. In a list, a bad input
@@ -138,8 +138,7 @@ class ExtractAPI(ModelAPI):
         assert self.extractor is not None, "decode_request rejects every request without an extractor"
         work = [(where, doc) for request in x if isinstance(request, Decoded) for where, doc in request.work()]
         results = self.extractor.process_many([doc for _, doc in work]) if work else []
-        answers = iter(Bad(f"{where}: {r.error}") if r.error is not None else
-                       {"id": r.doc_id, "sentences": r.sentences, "pairs": r.pairs, "mentions": r.mentions}
+        answers = iter(Bad(f"{where}: {r.error}") if r.error is not None else r.answer()
                        for (where, _), r in zip(work, results, strict=True))
         for request in x:
             if isinstance(request, Decoded):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,30 @@ def test_pretokenised_words_keep_their_tokens(nlp) -> None:
 def test_missing_model_error_names_model_and_install_command() -> None:
     with pytest.raises(SpacyModelError, match=r"no_such_model_xyz.*spacy download no_such_model_xyz"):
         load_spacy("no_such_model_xyz")
+
+
+@dataclass(frozen=True)
+class _Finish:
+    """A finishing step for load_spacy that records each call (hashable: part of the cache key)."""
+
+    tag: str
+    calls: list[str] = field(default_factory=list, compare=False, hash=False)
+
+    def __call__(self, loaded):
+        self.calls.append(self.tag)
+        return loaded
+
+
+def test_one_loader_caches_each_pipeline_by_name_components_and_finishing_step(nlp) -> None:
+    """The raw-text pipeline of extraction and the full one of convert and predict come from one loader and cache."""
+    finish = _Finish("trimmed")
+    trimmed = load_spacy(None, ["lemmatizer", "parser"], finish)
+    assert load_spacy(None, ("lemmatizer", "parser"), _Finish("trimmed", finish.calls)) is trimmed
+    assert finish.calls == ["trimmed"]  # loaded and finished once
+    assert "parser" not in trimmed.pipe_names and "parser" in nlp.pipe_names
+    assert load_spacy() is nlp and load_spacy(None, ["lemmatizer", "parser"]) is not trimmed
+    with pytest.raises(SpacyModelError, match=r"no_such_model_xyz.*spacy download no_such_model_xyz"):
+        load_spacy("no_such_model_xyz", ["parser"], finish)
 
 
 def test_command_writes_file_and_reports_errors(nlp, tmp_path: Path, capsys) -> None:

@@ -143,15 +143,15 @@ def test_shared_pass_equals_the_plain_pass_on_a_trained_model_over_random_pairs(
 def test_extraction_from_arrays_per_sentence_finds_what_per_pair_dicts_find(checkpoint: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import tacred
-    from tacred.inference import extract
+    from tacred.extraction import relations
     from tacred.inference.predictor import Predictor
 
     predictor = tacred.load_model(checkpoint, device="cpu")
     rows = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text(encoding="utf-8"))
     texts = [" ".join(r["token"][:-1]) + " , and " + " ".join(q["token"]) for r, q in zip(rows, rows[1:], strict=False)]
     asked: list[np.ndarray] = []
-    real = extract._sentence_probabilities
-    monkeypatch.setattr(extract, "_sentence_probabilities", lambda *a: asked.append(real(*a)) or asked[-1])
+    real = relations._sentence_probabilities
+    monkeypatch.setattr(relations, "_sentence_probabilities", lambda *a: asked.append(real(*a)) or asked[-1])
     shared = predictor.extract(texts)
     assert asked and sum(len(a) for a in asked) > len(texts)  # the arrays per sentence were used
     monkeypatch.setattr(Predictor, "encodes_sentences", property(lambda self: False))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from tacred.data.schema import split_direction
 from tacred.data.signatures import Signatures
-from tacred.inference.directions import split_direction
 
 log = logging.getLogger(__name__)
 

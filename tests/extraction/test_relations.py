@@ -1,6 +1,6 @@
-"""Relations from plain text: candidate pairs from spaCy's entities (TACRED models) or nominals (other models), their
-character offsets, the cap on pairs, directed labels resolved into one fact per pair, relation signatures, and
-``extract`` on any iterable."""
+"""Relations from plain text (tacred/extraction/relations.py, candidates.py, decisions.py, signature_filter.py):
+candidate pairs from spaCy's entities (TACRED models) or nominals (other models), their character offsets, the cap on
+pairs, directed labels resolved into one fact per pair, relation signatures, and ``extract`` on any iterable."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ SEMEVAL = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)"]
 
 
 def test_directed_labels_give_one_fact_per_pair_in_the_relations_own_order(nlp, caplog):
-    from tacred.inference.extract import pair_rule
+    from tacred.extraction.candidates import pair_rule
 
     assert pair_rule(SEMEVAL, "Other", None) == pair_rule(SEMEVAL, "Other", None).__class__(
         None, None, nominals=True, both_orders=True)
@@ -103,20 +103,6 @@ def test_directed_labels_give_one_fact_per_pair_in_the_relations_own_order(nlp, 
     assert word_predictor(SEMEVAL, "Other", FixedBackend([0.9, 0.05, 0.05])).extract(text) == []
 
 
-def test_the_mean_of_both_orders_in_the_first_orders_frame():
-    from tacred.inference.directions import DirectedLabels, mirror, split_direction
-
-    labels = ["no_relation", "per:employee_of(e1,e2)", "per:employee_of(e2,e1)", "org:founded(e1,e2)"]
-    assert split_direction("per:employee_of(e2,e1)") == ("per:employee_of", "e2,e1")
-    assert mirror("no_relation") == "no_relation" and mirror("org:founded(e1,e2)") == "org:founded(e2,e1)"
-    directed = DirectedLabels.from_labels(labels)
-    assert directed.mirror_index.tolist() == [0, 2, 1, -1]  # org:founded(e2,e1) is not in the set
-    forward = np.array([[0.1, 0.6, 0.2, 0.1]])
-    backward = np.array([[0.3, 0.1, 0.4, 0.2]])
-    assert directed.combine(forward, backward).tolist()[0] == pytest.approx([0.2, 0.5, 0.15, 0.05])
-    assert directed.fact("per:employee_of(e2,e1)") == ("per:employee_of", False)
-
-
 TACRED_LABELS = ["no_relation", "per:employee_of", "per:city_of_birth"]
 TYPED_TEXT = "John Smith works for Acme Corp in Boston since 1990."
 
@@ -131,7 +117,7 @@ def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
     kept = model.extract(TYPED_TEXT)
     # Acme Corp (ORGANIZATION) cannot be a city of birth; Boston (LOCATION) can: CITY is a LOCATION in plain text
     assert [(r.object.text, r.relation) for r in kept] == [("Boston", "per:city_of_birth")]
-    from tacred.inference.extract import relations_in_docs
+    from tacred.extraction.relations import relations_in_docs
 
     docs = list(nlp.pipe([TYPED_TEXT]))
     assert relations_in_docs(model, docs, ["t"])[0].pairs == 2  # (PERSON, DATE) is no relation's: not asked
@@ -141,7 +127,7 @@ def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
 
 
 def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_once(nlp, caplog, monkeypatch):
-    from tacred.inference import signature_filter
+    from tacred.extraction import signature_filter
 
     monkeypatch.setattr(signature_filter, "_warned", False)
     model = word_predictor(TACRED_LABELS, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
@@ -158,7 +144,7 @@ def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_o
 def test_the_checkpoint_of_an_earlier_version_still_extracts_within_the_schema(nlp, caplog, monkeypatch):
     from tacred import load_model
     from tacred.data.schema import schema_pairs
-    from tacred.inference import signature_filter
+    from tacred.extraction import signature_filter
     from tests.conftest import REPO
 
     monkeypatch.setattr(signature_filter, "_warned", False)
@@ -203,10 +189,12 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
     model.threshold = -50.0  # every candidate pair decided: all of them are compared
     try:
         api = model.extract(TEXT, signatures=False)
-        cli = DocumentExtractor(ExtractorSettings(ckpt_path=str(checkpoint), device="cpu", threshold=-50.0,
-                                                  signatures=False)).process(Document("d", TEXT))
+        extractor = DocumentExtractor(ExtractorSettings(ckpt_path=str(checkpoint), device="cpu", threshold=-50.0,
+                                                        signatures=False))
+        cli = extractor.process(Document("d", TEXT))
     finally:
         model.threshold = None
+    assert extractor.nlp is model.text_nlp  # one spaCy loader and cache (tacred.data.spacy_pipeline.load_spacy)
     assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
         (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
 

@@ -1,0 +1,73 @@
+"""Directed labels (tacred/extraction/decisions.py): both orders of a pair read in the first order's frame and
+averaged, and the fact a forward-frame label reports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def test_the_mean_of_both_orders_in_the_first_orders_frame():
+    from tacred.data.schema import split_direction
+    from tacred.extraction.decisions import DirectedLabels, mirror
+
+    labels = ["no_relation", "per:employee_of(e1,e2)", "per:employee_of(e2,e1)", "org:founded(e1,e2)"]
+    assert split_direction("per:employee_of(e2,e1)") == ("per:employee_of", "e2,e1")
+    assert mirror("no_relation") == "no_relation" and mirror("org:founded(e1,e2)") == "org:founded(e2,e1)"
+    directed = DirectedLabels.from_labels(labels)
+    assert directed.mirror_index.tolist() == [0, 2, 1, -1]  # org:founded(e2,e1) is not in the set
+    forward = np.array([[0.1, 0.6, 0.2, 0.1]])
+    backward = np.array([[0.3, 0.1, 0.4, 0.2]])
+    assert directed.combine(forward, backward).tolist()[0] == pytest.approx([0.2, 0.5, 0.15, 0.05])
+    assert directed.fact("per:employee_of(e2,e1)") == ("per:employee_of", False)
+
+
+def _mentions():
+    from tacred.extraction.answers import Mention
+
+    return (Mention("John Smith", 0, 10, "PERSON"), Mention("Acme Corp", 21, 30, "ORGANIZATION"),
+            Mention("Boston", 34, 40, "LOCATION"))
+
+
+def test_the_no_relation_rule_and_the_signatures_decide_what_is_reported():
+    from tacred.data.signatures import Signatures
+    from tacred.extraction.decisions import decided_relations
+    from tacred.extraction.signature_filter import SignatureFilter
+
+    labels = ["no_relation", "per:employee_of", "per:city_of_birth"]
+    signatures = Signatures({"per:employee_of": frozenset({("PERSON", "ORGANIZATION")}),
+                             "per:city_of_birth": frozenset({("PERSON", "CITY")})})
+    john, acme, boston = _mentions()
+    owners = [(0, 0, john, acme), (0, 0, john, boston), (1, 2, john, acme), (1, 2, john, boston)]
+    probs = np.array([[0.2, 0.7, 0.1], [0.3, 0.1, 0.6], [0.1, 0.2, 0.7], [0.5, 0.1, 0.4]])
+
+    def reported(threshold=None, enabled=True):
+        types = SignatureFilter(signatures, labels, "no_relation", enabled)
+        return [(n, r.relation, r.object.text, r.sentence, r.probability)
+                for n, r in decided_relations(probs, owners, labels, "no_relation", threshold, False, types)]
+
+    # an organisation is no city of birth: the third pair's decision is dropped; the fourth is no relation
+    assert reported() == [(0, "per:employee_of", "Acme Corp", 0, pytest.approx(0.7)),
+                          (0, "per:city_of_birth", "Boston", 0, pytest.approx(0.6))]
+    assert [r[:3] for r in reported(enabled=False)] == [(0, "per:employee_of", "Acme Corp"),
+                                                        (0, "per:city_of_birth", "Boston"),
+                                                        (1, "per:city_of_birth", "Acme Corp")]
+    # a negative log-margin threshold lets the fourth pair's best relation through (0.4 against 0.5)
+    assert [r[:3] for r in reported(threshold=-1.0)][-1] == (1, "per:city_of_birth", "Boston")
+
+
+def test_a_directed_pair_is_reported_once_in_the_relations_own_order_with_both_orders_as_evidence():
+    from tacred.extraction.decisions import decided_relations
+    from tacred.extraction.signature_filter import SignatureFilter
+
+    labels = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)"]
+    john, acme, _ = _mentions()
+    # asked (John, Acme): "Acme causes John" at 0.8; asked (Acme, John): "Acme causes John" at 0.6
+    probs = np.array([[0.1, 0.1, 0.8], [0.3, 0.6, 0.1]])
+    types = SignatureFilter(None, labels, "Other", enabled=False)
+    [(n, r)] = decided_relations(probs, [(3, 1, john, acme)], labels, "Other", None, True, types)
+    assert (n, r.relation, r.subject, r.object, r.sentence) == (3, "Cause-Effect", acme, john, 1)
+    assert r.probability == pytest.approx(0.7)
+    assert r.evidence == {"combined": "mean", "orders": [
+        {"subject": "John Smith", "object": "Acme Corp", "label": "Cause-Effect(e2,e1)", "probability": pytest.approx(0.8)},
+        {"subject": "Acme Corp", "object": "John Smith", "label": "Cause-Effect(e1,e2)", "probability": pytest.approx(0.6)}]}
