@@ -42,6 +42,7 @@ SKIPPED = {
     "tacred serve --model kbp37": "a server that runs until stopped; tests/inference/test_shipped.py starts it and asks "
                                   "/extract",
     "make bench": MAKE_ENV + "; the benchmarks take minutes", "make results-semeval": HOURS, "make tune-semeval": HOURS,
+    "make results-conll04": HOURS,
     ".venv/bin/python benchmarks/original_code.py": "trains the original code and the project side by side for 60 "
         "epochs (hours on 2 cores); tests/test_benchmark_original_code.py checks its parts",
     "tacred fit --config configs/tacred.yaml --data.data_dir runs/original_code/kbp37": "needs the folder the "

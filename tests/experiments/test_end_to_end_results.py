@@ -193,3 +193,16 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     logs = {p: p.stat().st_mtime_ns for p in (runs / "paper" / "seed_1").glob("*.log")}
     assert e2e_main([str(spec_path)]) == 0
     assert {p: p.stat().st_mtime_ns for p in logs} == logs
+
+
+def test_the_committed_conll04_table_is_what_the_committed_records_give(tmp_path: Path) -> None:
+    """docs/results/conll04's summary and table, and README's CoNLL04 table, regenerate from the stored records."""
+    from tacred.experiments.comparison import table_of
+    from tacred.experiments.end_to_end import SUMMARY_FILE, TABLE_FILE, compare
+
+    folder = REPO / "docs" / "results" / "conll04"
+    compare(folder / "end_to_end.yaml", tmp_path)
+    for name in (SUMMARY_FILE, TABLE_FILE):
+        assert (tmp_path / name).read_text() == (folder / name).read_text(), (
+            f"{name} is stale: run `tacred compare docs/results/conll04/end_to_end.yaml --readme README.md`")
+    assert table_of((folder / TABLE_FILE).read_text()) in (REPO / "README.md").read_text()
