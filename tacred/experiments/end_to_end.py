@@ -103,6 +103,16 @@ def _need(entry: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
     return value
 
 
+def _entries(data: dict[str, Any], key: str, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """The mappings listed under ``key``, each with how errors name it (``FILE, key[k]``)."""
+    found = []
+    for k, entry in enumerate(data.get(key) or []):
+        if not isinstance(entry, dict):
+            raise EndToEndError(f"{where}, {key}[{k}]: expected a mapping")
+        found.append((f"{where}, {key}[{k}]", entry))
+    return found
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and check a spec; paths in it are relative to the working directory, ``results`` to the spec's folder."""
     import yaml
@@ -128,10 +138,7 @@ def load_spec(path: str | Path) -> Spec:
     if point not in OPERATING_POINTS:
         raise EndToEndError(f"{section}: operating_point must be one of {', '.join(OPERATING_POINTS)}, got {point!r}")
     models = []
-    for k, entry in enumerate(data.get("models") or []):
-        at = f"{where}, models[{k}]"
-        if not isinstance(entry, dict):
-            raise EndToEndError(f"{at}: expected a mapping")
+    for at, entry in _entries(data, "models", where):
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
@@ -141,10 +148,7 @@ def load_spec(path: str | Path) -> Spec:
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
     published = []
-    for k, entry in enumerate(data.get("published") or []):
-        at = f"{where}, published[{k}]"
-        if not isinstance(entry, dict):
-            raise EndToEndError(f"{at}: expected a mapping")
+    for at, entry in _entries(data, "published", where):
         ner = entry.get("ner_f1")
         published.append(Published(_need(entry, "name", at), _need(entry, "inputs", at),
                                    None if ner is None else _need(entry, "ner_f1", at, float),
