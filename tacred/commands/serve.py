@@ -27,6 +27,7 @@ SIGTERM or Ctrl+C stops the server and every process it started."""
 
 def build_parser() -> argparse.ArgumentParser:
     from tacred.devices import DEVICE_HELP
+    from tacred.inference.input_rules import MAX_TOKENS
 
     p = OneLineParser(prog="tacred serve", description=HELP, epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch_timeout", type=float, default=0.005,
                    help="seconds to wait for more requests before running a batch (default 0.005)")
     p.add_argument("--max_body_bytes", type=int, default=2**20, help="largest request body (default 1 MiB): else 413")
-    p.add_argument("--max_tokens", type=int, default=512,
-                   help="most tokens per input (default 512; TACRED's and SemEval's longest sentences have under 100; "
+    p.add_argument("--max_tokens", type=int, default=MAX_TOKENS,
+                   help=f"most tokens per input (default {MAX_TOKENS}; TACRED's and SemEval's longest sentences have under 100; "
                         "memory grows with the square of the length): else 422")
     p.add_argument("--max_batch_inputs", type=int, default=64, help="most inputs in one request (default 64): else 422")
     p.add_argument("--workers", type=int, default=1, help="model processes per device (default 1)")
