@@ -14,16 +14,17 @@ EPILOG = """\
 SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_end` section: `results` and
 `runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
 SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
-convert conll04` wrote), `ner_epochs` and `operating_point` (argmax or dev_f1: which the table shows); then `models`
+convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows); then `models`
 (key, name, inputs, variant, seeds, optional target: micro_f1, ner_f1) and `published` (name, inputs, ner_f1,
 relation_f1, average: micro|macro, source).
 
 For each run whose `tacred ablate` result is in and that has no OUT/VARIANT/seed_S/end_to_end.json yet: a NER
 trained on the dataset's own entities with the run's seed (RUNS/VARIANT/seed_S/ner, `tacred ner train`); a
-no-relation threshold chosen for F1 on the gold dev pairs (threshold_dev_f1.json, `tacred threshold tune`); `tacred
-extract` over the documents with the run's tested checkpoint and that NER, once at the argmax and once with the
-threshold (extracted_argmax/, extracted_dev_f1/); the strict scores of both and the NER's F1 on the gold test
-sentences (end_to_end.json). A step whose output is there is not repeated, so the same command goes on where it
+no-relation threshold chosen for F1 on the gold dev pairs and per-relation thresholds chosen there for precision >=
+0.8 (threshold_dev_f1.json, threshold_dev_p80.json: `tacred threshold tune`); `tacred extract` over the documents
+with the run's tested checkpoint and that NER at each operating point: the argmax, dev_f1 and dev_p80
+(extracted_POINT/); the strict scores of each and the NER's F1 on the gold test sentences (end_to_end.json; an
+operating point missing from an older record is added to it). A step whose output is there is not repeated, so the same command goes on where it
 stopped; runs not trained yet are listed and left for later. Then end_to_end_summary.json and end_to_end.md beside
 SPEC (mean ± sample std over seeds), as `tacred compare SPEC` writes them from the stored records alone.
 
@@ -52,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     from tacred.experiments.end_to_end import (
         EndToEndError,
         compare,
+        finished,
         load_spec,
-        record_path,
         run_seed,
         trained,
     )
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.only and model.key not in args.only:
                 continue
             for seed in args.seeds or range(1, model.seeds + 1):
-                if record_path(spec, model.variant, seed).exists():
+                if finished(spec, model, seed):
                     continue
                 if args.timeout is not None and time.monotonic() - started > args.timeout:
                     print(f"{model.variant} seed {seed}: not started (--timeout {args.timeout:g} s reached)")

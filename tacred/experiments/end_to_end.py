@@ -30,9 +30,11 @@ SUMMARY_FILE = "end_to_end_summary.json"
 TABLE_FILE = "end_to_end.md"
 NER_DONE = "training.json"  # the last file `tacred ner train` writes
 TARGET_KEYS = ("micro_f1", "ner_f1")
-# how each seed's relations are decided: the plain argmax, and one no-relation threshold chosen on the gold dev pairs
-# for F1 (`tacred threshold tune`); both are recorded, the spec's `operating_point` is the table's
-OPERATING_POINTS = ("argmax", "dev_f1")
+# how each seed's relations are decided: the plain argmax; one no-relation threshold chosen on the gold dev pairs for
+# F1; per-relation thresholds chosen there for precision >= 0.8 (`tacred threshold tune` with these options). All are
+# recorded; the spec's `operating_point` is the table's
+TUNING = {"dev_f1": [], "dev_p80": ["--min_precision", "0.8"]}
+OPERATING_POINTS = ("argmax", *TUNING)
 # (summary key, record path): what the table averages over seeds; "OP" is the operating point's entry
 MEASURES = {
     "micro_precision": ("OP", "relations", "strict", "micro", "precision"),
@@ -209,19 +211,27 @@ def score_run(spec: Spec, extracted: Path, ner: Path) -> dict[str, Any]:
     return {"relations": score_relations(gold, pred), "repeated": repeated, "entities": entities}
 
 
+def finished(spec: Spec, model: Model, seed: int) -> bool:
+    """Whether this seed's record holds every operating point."""
+    record = record_path(spec, model.variant, seed)
+    return record.exists() and all(point in read_json(record) for point in OPERATING_POINTS)
+
+
 def trained(spec: Spec, model: Model, seed: int) -> bool:
     """Whether ``tacred ablate`` has finished (trained and tested) this seed of the model."""
     return (record_path(spec, model.variant, seed).parent / RESULT_FILE).exists()
 
 
 def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path | None:
-    """NER, extraction and score of one finished run of the sweep (None when its ``tacred ablate`` result is not
-    in yet); each step is skipped when its output is there."""
+    """NER, thresholds, extraction and score of one finished run of the sweep (None when its ``tacred ablate`` result
+    is not in yet); each step is skipped when its output is there, and a record without one of
+    :data:`OPERATING_POINTS` (written before it was added) gets it added, the rest kept as it is."""
     from tacred.data.ner_training import BEST, NER_FOLDER
     from tacred.experiments.results import provenance
 
     record = record_path(spec, model.variant, seed)
-    if record.exists():
+    stored = read_json(record) if record.exists() else {}
+    if all(point in stored for point in OPERATING_POINTS):
         return record
     result_file = record.parent / RESULT_FILE
     if not trained(spec, model, seed):
@@ -236,23 +246,29 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not (ner / NER_DONE).exists():
         _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
                "--max_epochs", str(spec.ner_epochs)], run / "ner.log")
-    points = {}
+    points = {point: stored[point] for point in OPERATING_POINTS if point in stored}
+    entities = stored.get("entities")
     for point in OPERATING_POINTS:
-        threshold = "0"
-        if point == "dev_f1":
-            threshold_file = run / "threshold_dev_f1.json"
+        if point in points:
+            continue
+        threshold, value = "0", 0.0
+        if point in TUNING:
+            threshold_file = run / f"threshold_{point}.json"
             if not threshold_file.exists():
                 _step(["threshold", "tune", "--ckpt_path", str(checkpoint), "--data_dir", str(spec.data_dir),
-                       "--output", str(threshold_file)], run / "threshold.log")
+                       *TUNING[point], "--output", str(threshold_file)], run / f"threshold_{point}.log")
             threshold = str(threshold_file)
+            tuned = read_json(threshold_file)
+            value = tuned["relation_thresholds"] if "relation_thresholds" in tuned else tuned["no_relation_threshold"]
         extracted = run / f"extracted_{point}"
         _step(["extract", str(spec.documents), "--ckpt_path", str(checkpoint), "--ner", str(ner),
                "--threshold", threshold, "--output", str(extracted), "--num_threads", str(num_threads)],
               run / f"extract_{point}.log")
         scores = score_run(spec, extracted, ner / BEST)
         entities = scores.pop("entities")
-        points[point] = {"threshold": read_json(threshold)["no_relation_threshold"] if point == "dev_f1" else 0.0, **scores}
+        points[point] = {"threshold": value, **scores}
     ner_record = read_json(ner / NER_DONE)
+    added = {point: provenance() for point in OPERATING_POINTS if stored and point not in stored}
     write_json(record, {
         "variant": model.variant, "seed": seed, "checkpoint": checkpoint.name,
         "gold": str(spec.gold), "documents": str(spec.documents),
@@ -260,7 +276,8 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         **points, "entities": entities,
         "ner_training": {k: ner_record.get(k) for k in ("base_model", "seed", "max_epochs", "seconds", "spacy")}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
-        **provenance(),
+        **({"commit": stored["commit"], "environment": stored["environment"]} if stored else provenance()),
+        **({"added_later": stored.get("added_later", {}) | added} if added or "added_later" in stored else {}),
     })
     return record
 
@@ -355,4 +372,4 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
     return paths + ([update_readme(readme, table_of(table), spec.marker)] if readme is not None else [])
 
 
-__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "render_markdown", "run_seed", "score_run", "trained")
+__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed", "score_run", "trained")

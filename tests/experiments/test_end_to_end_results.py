@@ -59,6 +59,8 @@ def store(folder: Path, seed: int, micro: tuple[float, float, float], macro: flo
                                  "boundaries": {"micro": {"f1": f + 1}, "macro": {"f1": macro}}}},
         "argmax": {"relations": {"strict": {"micro": {"precision": 0, "recall": 0, "f1": 0}, "macro": {"f1": 0}},
                                  "boundaries": {"micro": {"f1": 0}, "macro": {"f1": 0}}}},
+        "dev_p80": {"relations": {"strict": {"micro": {"precision": 0, "recall": 0, "f1": 0}, "macro": {"f1": 0}},
+                                  "boundaries": {"micro": {"f1": 0}, "macro": {"f1": 0}}}},
         "entities": {"micro": {"f1": ner}}}), encoding="utf-8")
 
 
@@ -106,7 +108,7 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: s.pop("end_to_end"), "'end_to_end' section"),
     (lambda s: s["end_to_end"].pop("gold"), "end_to_end: needs 'gold'"),
     (lambda s: s["end_to_end"].update(extra=1), "unknown keys ['extra']"),
-    (lambda s: s["end_to_end"].update(operating_point="p80"), "operating_point must be one of argmax, dev_f1"),
+    (lambda s: s["end_to_end"].update(operating_point="p80"), "operating_point must be one of argmax, dev_f1, dev_p80"),
     (lambda s: s["models"][0].update(target={"macro": 1}), "models[0]: 'target' takes micro_f1, ner_f1"),
     (lambda s: s["models"][0].update(seeds="five"), "models[0]: 'seeds' must be a int"),
     (lambda s: s["published"][1].pop("average"), "published[1]: needs 'average'"),
@@ -128,6 +130,12 @@ def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(t
     assert run_seed(spec, model, 1) is None  # no tacred ablate result yet: nothing to score
     store(tmp_path, 2, (60.0, 40.0, 48.0), 50.0, 80.0)
     assert run_seed(spec, model, 2) == record_path(spec, "paper", 2)  # kept as it is: no NER, no extraction
+    # a record from before an operating point was added is taken up again once its run is trained
+    record = record_path(spec, "paper", 2)
+    older = json.loads(record.read_text())
+    del older["dev_p80"]
+    record.write_text(json.dumps(older))
+    assert run_seed(spec, model, 2) is None  # no tacred ablate result there: nothing to add it from
     # a result whose checkpoint is gone is an error naming both
     result = tmp_path / "five_seeds" / "paper" / "seed_3" / "result.json"
     result.parent.mkdir(parents=True)
@@ -182,10 +190,21 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     record = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
     assert record["checkpoint"] == "last.ckpt" and record["ner_training"]["seed"] == 1
     assert record["entities"]["micro"]["gold"] == 10  # every gold entity of the tiny test file
-    for point in ("argmax", "dev_f1"):  # both operating points extracted and scored
+    for point in ("argmax", "dev_f1", "dev_p80"):  # every operating point extracted and scored
         assert record[point]["relations"]["strict"]["micro"]["gold"] == 4
     assert record["argmax"]["threshold"] == 0.0 and isinstance(record["dev_f1"]["threshold"], float)
+    assert isinstance(record["dev_p80"]["threshold"], dict)  # one threshold per relation
     assert (runs / "paper" / "seed_1" / "threshold_dev_f1.json").is_file()
+
+    # a record written before dev_p80 existed gets it added, the rest kept
+    older = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
+    del older["dev_p80"]
+    record_path(load_spec(spec_path), "paper", 1).write_text(json.dumps(older))
+    shutil.rmtree(runs / "paper" / "seed_1" / "extracted_dev_p80")
+    assert e2e_main([str(spec_path)]) == 0
+    again = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
+    assert again["dev_f1"] == older["dev_f1"] and "dev_p80" in again and again["commit"] == older["commit"]
+    assert set(again["added_later"]) == {"dev_p80"}
     assert (runs / "paper" / "seed_1" / "ner" / "model-best").is_dir()
     assert "| the paper's network | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
 
