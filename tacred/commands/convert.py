@@ -99,12 +99,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _kbp37(args: argparse.Namespace) -> int:
-    from tacred.data.kbp37 import KBP37Error, check_release, write_release
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.data.kbp37 import KBP37Error, write_release
+    from tacred.data.spacy_pipeline import SpacyModelError
 
-    try:
-        check_release(args.src)
-        info = write_release(args.src, args.out, nlp=load_spacy(args.spacy_model), batch_size=args.batch_size)
+    try:  # the release is checked whole before spaCy loads
+        info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size)
     except (KBP37Error, SpacyModelError, OSError) as err:
         return report("convert", err)
     print(f"KBP37 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
@@ -119,12 +118,11 @@ def _kbp37(args: argparse.Namespace) -> int:
 
 
 def _conll04(args: argparse.Namespace) -> int:
-    from tacred.data.conll04 import CoNLL04Error, check_release, write_release
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.data.conll04 import CoNLL04Error, write_release
+    from tacred.data.spacy_pipeline import SpacyModelError
 
-    try:
-        check_release(args.src)
-        info = write_release(args.src, args.out, nlp=load_spacy(args.spacy_model), batch_size=args.batch_size)
+    try:  # the release is checked whole before spaCy loads
+        info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size)
     except (CoNLL04Error, SpacyModelError, OSError) as err:
         return report("convert", err)
     print(f"CoNLL04 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")

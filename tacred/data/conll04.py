@@ -218,14 +218,15 @@ def check_release(src_dir: str | Path) -> dict[str, list[Sentence]]:
     return {split: read_conll04(src_dir / name) for split, name in SPLITS.items()}
 
 
-def write_release(src_dir: str | Path, out_dir: str | Path, nlp: Language | None = None,
+def write_release(src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None,
                   batch_size: int = 256) -> dict[str, Any]:
     """Convert the release: train/dev/test.json, labels.json, documents/<file stem>.jsonl (the raw sentences for
     ``tacred extract``), conversion.json and a README."""
     import spacy
 
     sentences = check_release(src_dir)
-    nlp = nlp if nlp is not None else load_spacy()
+    if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
+        nlp = load_spacy(nlp)
     start = time.perf_counter()
     splits = {name: convert_sentences(sents, name, nlp, batch_size) for name, sents in sentences.items()}
     seconds = time.perf_counter() - start

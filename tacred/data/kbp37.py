@@ -150,13 +150,14 @@ def check_release(src_dir: str | Path) -> dict[str, list[KBP37Record]]:
 
 
 def write_release(
-    src_dir: str | Path, out_dir: str | Path, nlp: Language | None = None, batch_size: int = 256
+    src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None, batch_size: int = 256
 ) -> dict[str, Any]:
     """Convert the release and write train/dev/test.json, labels.json, conversion.json and a README."""
     import spacy
 
     records = check_release(src_dir)
-    nlp = nlp if nlp is not None else load_spacy()
+    if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
+        nlp = load_spacy(nlp)
     start = time.perf_counter()
     splits = {name: convert_records(recs, name, nlp, batch_size) for name, recs in records.items()}
     seconds = time.perf_counter() - start
