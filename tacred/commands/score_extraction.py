@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         score_entities,
         score_relations,
     )
-    from tacred.extraction.mention_files import MentionFileError, mention_files, read_mention_file
+    from tacred.extraction.mention_files import MentionFileError, mention_rows
 
     result: dict[str, Any] = {"gold": args.gold}
     try:
@@ -82,9 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         stem = Path(args.gold).stem
         gold = gold_documents(sentences, stem)
         if args.pred:
-            rows = ({**row, "where": f"{path}, record {n}"} for path in mention_files(args.pred)
-                    for n, row in enumerate(read_mention_file(path), start=1))
-            pred, repeated = predicted_relations(rows, gold)
+            pred, repeated = predicted_relations(mention_rows(args.pred), gold)
             result.update(pred=args.pred, relations=score_relations(gold, pred), repeated=repeated)
         if args.spacy_ner or args.entities:
             if args.entities:

@@ -189,26 +189,13 @@ def _step(command: list[str], log: Path) -> None:
         raise EndToEndError(f"tacred {command[0]} failed (exit {done.returncode}; log {log}): " + " / ".join(tail))
 
 
-def score_run(spec: Spec, extracted: Path, ner: Path) -> dict[str, Any]:
-    """The strict relation scores of what was extracted, and the NER's own scores on the gold test sentences."""
-    from tacred.data.conll04 import read_conll04, spacy_entities
-    from tacred.data.spacy_pipeline import load_spacy
-    from tacred.evaluation.end_to_end import (
-        gold_documents,
-        predicted_relations,
-        score_entities,
-        score_relations,
-    )
-    from tacred.extraction.mention_files import mention_files, read_mention_file
+def score_relations_of(gold: dict[str, Any], extracted: Path) -> dict[str, Any]:
+    """The strict, boundaries-only and argument scores of what ``tacred extract`` wrote into ``extracted``."""
+    from tacred.evaluation.end_to_end import predicted_relations, score_relations
+    from tacred.extraction.mention_files import mention_rows
 
-    sentences = read_conll04(spec.gold)
-    stem = spec.gold.stem
-    gold = gold_documents(sentences, stem)
-    rows = ({**row, "where": f"{path}, record {n}"} for path in mention_files([str(extracted)])
-            for n, row in enumerate(read_mention_file(path), start=1))
-    pred, repeated = predicted_relations(rows, gold)
-    entities = score_entities(gold, spacy_entities(sentences, stem, load_spacy(str(ner))))
-    return {"relations": score_relations(gold, pred), "repeated": repeated, "entities": entities}
+    pred, repeated = predicted_relations(mention_rows([extracted]), gold)
+    return {"relations": score_relations(gold, pred), "repeated": repeated}
 
 
 def finished(spec: Spec, model: Model, seed: int) -> bool:
@@ -246,8 +233,15 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not (ner / NER_DONE).exists():
         _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
                "--max_epochs", str(spec.ner_epochs)], run / "ner.log")
+    from tacred.data.conll04 import read_conll04, spacy_entities
+    from tacred.data.spacy_pipeline import load_spacy
+    from tacred.evaluation.end_to_end import gold_documents, score_entities
+
+    sentences = read_conll04(spec.gold)
+    gold = gold_documents(sentences, spec.gold.stem)
     points = {point: stored[point] for point in OPERATING_POINTS if point in stored}
-    entities = stored.get("entities")
+    entities = stored.get("entities") or score_entities(
+        gold, spacy_entities(sentences, spec.gold.stem, load_spacy(str(ner / BEST))))  # the NER's own F1, once
     for point in OPERATING_POINTS:
         if point in points:
             continue
@@ -264,9 +258,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         _step(["extract", str(spec.documents), "--ckpt_path", str(checkpoint), "--ner", str(ner),
                "--threshold", threshold, "--output", str(extracted), "--num_threads", str(num_threads)],
               run / f"extract_{point}.log")
-        scores = score_run(spec, extracted, ner / BEST)
-        entities = scores.pop("entities")
-        points[point] = {"threshold": value, **scores}
+        points[point] = {"threshold": value, **score_relations_of(gold, extracted)}
     ner_record = read_json(ner / NER_DONE)
     added = {point: provenance() for point in OPERATING_POINTS if stored and point not in stored}
     write_json(record, {
@@ -372,4 +364,4 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
     return paths + ([update_readme(readme, table_of(table), spec.marker)] if readme is not None else [])
 
 
-__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed", "score_run", "trained")
+__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed", "score_relations_of", "trained")

@@ -51,6 +51,14 @@ def read_mention_file(path: Path) -> Iterator[dict[str, Any]]:
         yield mention_row(record, where)
 
 
+def mention_rows(paths: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
+    """The flattened, checked rows of every mention file ``paths`` name (:func:`mention_files`), each with ``where``:
+    how an error about it names its file and record."""
+    for path in mention_files(paths):
+        for n, row in enumerate(read_mention_file(path), start=1):
+            yield {**row, "where": f"{path}, record {n}"}
+
+
 def read_mention_records(path: Path) -> Iterator[dict[str, Any]]:
     """The mentions of one JSON Lines or Parquet mention file as `tacred extract` wrote them (nested ``subject`` and
     ``object``, ``evidence`` as a JSON value), each checked as :func:`mention_row` checks it."""
