@@ -36,6 +36,17 @@ def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
         (work / name / "train.json").write_text(text, encoding="utf-8")
         (work / name / "dev.json").write_text(json.dumps(records[:10]), encoding="utf-8")
     demo = [str(repo / "configs" / "demo.yaml"), "--data.data_dir", str(work / "data"), "--run_dir", str(work / "run")]
+    # a run folder as `tacred fit` leaves it: its config.yaml names the data (the checkpoint is not read before the
+    # error, so a placeholder file stands for it)
+    run = work / "run_folder"
+    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"PK\x03\x04 not read before the data are checked")
+    import yaml
+
+    config = yaml.safe_load((repo / "configs" / "demo.yaml").read_text(encoding="utf-8"))
+    config["data"]["data_dir"] = str(work / "bad_span")
+    (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (work / "bad_span" / "test.json").write_text(broken["bad_span"], encoding="utf-8")
     return [
         ("a bad option value (--num_threads -1)", ["fit", "--config", *demo, "--num_threads", "-1"]),
         ("a bad trainer value (--trainer.max_epochs -3)", ["fit", "--config", *demo, "--trainer.max_epochs", "-3"]),
@@ -49,6 +60,8 @@ def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
         ("an example without a field", ["fit", "--config", *demo, "--data.data_dir", str(work / "missing_field")]),
         ("an example with a span outside its sentence",
          ["fit", "--config", *demo, "--data.data_dir", str(work / "bad_span")]),
+        ("a bad example, test of a run's checkpoint",
+         ["test", "--ckpt_path", str(run / "checkpoints" / "last.ckpt")]),
     ]
 
 
