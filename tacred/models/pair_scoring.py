@@ -96,7 +96,6 @@ class PairScorer(nn.Module):
         if reason is not None:
             raise ValueError(f"this network cannot score pairs from a shared pass: {reason}")
         self.net = net
-        self.net = net
         layer = net.self_attention.layers[0]
         attention: MultiHeadSelfAttention = layer.attention
         self.attention = attention
@@ -184,11 +183,12 @@ class PairScorer(nn.Module):
         else:
             rows_all = bank.reshape(-1, width).index_select(0, own)
         rows_all = rows_all.view(p, n, width)
-        changed = pairs.pair_words != pairs.words[sent]  # (P, T): the rows entity masking rewrote
+        sentence_words = pairs.words[sent]  # (P, T)
+        changed = pairs.pair_words != sentence_words  # (P, T): the rows entity masking rewrote
         delta = None
         if bool(changed.any()):
             rows = changed.nonzero(as_tuple=True)
-            delta = embed.words(pairs.pair_words[rows]) - embed.words(pairs.words[sent][rows])  # (M, Dw)
+            delta = embed.words(pairs.pair_words[rows]) - embed.words(sentence_words[rows])  # (M, Dw)
             wd = delta.shape[1]
             moved = torch.cat([delta @ self.bank_weight[:, :wd].T, F.pad(delta * self.input_scale[:wd],
                                                                           (0, d - wd))], dim=-1)  # (M, N + D)
