@@ -129,4 +129,15 @@ def run_lightning(argv: list[str]) -> int:
             from tacred.training.launch import lightning_command
 
             lightning_command(argv)
+    close_process_group()
     return 0
+
+
+def close_process_group() -> None:
+    """Destroy the process group a finished DDP command joined, while the interpreter is whole. Left to the exit,
+    gloo's worker threads can outlive it and abort the process (SIGABRT, "terminate called without an active
+    exception"), which fails a torchrun launch that had succeeded. Only after success: a process that failed must
+    not wait in a collective for members that may be gone."""
+    dist = sys.modules.get("torch.distributed")  # never loads torch for a command that did not
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

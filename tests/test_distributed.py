@@ -123,6 +123,18 @@ def test_ddp_validation_equals_a_single_process_validation_of_the_same_weights(d
     assert math.isclose(float(val[-1]["val/loss"]), float(one["val/loss"]), rel_tol=1e-5)
 
 
+def test_a_finished_ddp_command_leaves_no_process_group_for_the_exit(ddp_run: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left to the interpreter's exit, gloo's threads can abort a process whose command succeeded (SIGABRT: a torchrun
+    launch reported as failed); the command destroys its process group itself."""
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    ran = run_in_process("test", "--ckpt_path", str(ddp_run / "checkpoints" / BEST), "--trainer.strategy", "ddp",
+                         "--trainer.devices", "1", "--trainer.accelerator", "cpu", "--run_dir", str(tmp_path / "out"))
+    assert "MEMBER: 1/1" in ran.stderr  # the command did join a process group
+    assert not torch.distributed.is_initialized()
+    assert (tmp_path / "out" / "test_predictions.jsonl").exists()
+
 
 def test_a_torchrun_launch_with_fewer_devices_than_processes_is_one_line(ddp_run: Path, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
