@@ -13,7 +13,7 @@ HELP = "Train a spaCy NER on a dataset's own entity annotations (CoNLL04) for ta
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tacred.data.ner_training import BASE_MODEL
+    from tacred.data.ner_training import BASE_MODEL, DEFAULT_PRETRAINED, ENCODERS
 
     parser = OneLineParser(
         prog="tacred ner", description=HELP,
@@ -29,8 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=1, help="spaCy's training seed (default 1)")
     train.add_argument("--max_epochs", type=int, default=30, help="epochs over the training sentences (default 30)")
     train.add_argument("--eval_frequency", type=int, default=50, help="steps between dev evaluations (default 50)")
+    train.add_argument("--encoder", choices=ENCODERS, default="cnn",
+                       help="cnn: the base model's own CNN NER, trained on from its weights (default); transformer: "
+                            "the --pretrained BERT-family model fine-tuned under a new NER (pip install -e '.[ner]'; "
+                            "slower to train and to run)")
+    train.add_argument("--pretrained", default=DEFAULT_PRETRAINED, metavar="NAME|DIR",
+                       help=f"--encoder transformer: a packaged model ({DEFAULT_PRETRAINED}) or a BERT-family model "
+                            f"folder (config.json, vocab.txt, the weights; default {DEFAULT_PRETRAINED})")
     train.add_argument("--base_model", default=BASE_MODEL,
-                       help=f"the packaged spaCy pipeline whose NER training starts from (default {BASE_MODEL})")
+                       help=f"--encoder cnn: the packaged spaCy pipeline whose NER training starts from (default "
+                            f"{BASE_MODEL})")
     return parser
 
 
@@ -44,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         return report("ner", NerTrainingError("--max_epochs and --eval_frequency must be at least 1"))
     try:
         record = train_ner(args.data, args.out, seed=args.seed, max_epochs=args.max_epochs,
-                           eval_frequency=args.eval_frequency, base_model=args.base_model)
+                           eval_frequency=args.eval_frequency, base_model=args.base_model,
+                           encoder=args.encoder, pretrained=args.pretrained)
     except (NerTrainingError, CoNLL04Error, SpacyModelError, OSError) as err:
         return report("ner", err)
     print(json.dumps({k: record[k] for k in ("labels", "types", "seconds")}

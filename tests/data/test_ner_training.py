@@ -15,12 +15,15 @@ from tacred.commands.ner import main as ner_main
 from tacred.commands.score_extraction import main as score_main
 from tacred.data.conll04 import SPLITS, read_conll04
 from tacred.data.ner_training import (
+    TRANSFORMER_BATCH,
     TYPES_FILE,
     NerTrainingError,
     doc_bin,
     model_folder,
+    pretrained_bert,
     saved_ner,
     train_ner,
+    transformer_config,
 )
 from tests.data.test_conll04 import ALONE, KILL, WORKS, write
 
@@ -148,3 +151,68 @@ def test_map_ner_keeps_a_trained_ner_s_tacred_names_and_maps_spacy_s_as_before()
         "PERSON", "ORGANIZATION", "LOCATION", "MISC"]
     assert all(map_ner(label) == tacred for label, tacred in NER_MAP.items())
     assert map_ner("WORK_OF_ART") == "MISC" and map_ner("Peop") == "MISC" and map_ner("") == "O"
+
+
+def test_the_transformer_config_reads_the_model_folder_and_schedules_its_steps_from_the_epochs(tmp_path) -> None:
+    from thinc.api import Config
+
+    model = pretrained_bert("minilm")
+    assert model.shape["hidden_width"] == 384 and model.shape["num_hidden_layers"] == 6
+    assert model.lowercase and model.strip_accents  # all-MiniLM-L6-v2 is uncased
+    config = Config().from_str(transformer_config(model, tmp_path / "t.spacy", tmp_path / "d.spacy", seed=4,
+                                                  max_epochs=20, train_sentences=922, eval_frequency=50))
+    steps = 20 * -(-922 // TRANSFORMER_BATCH)  # 29 batches of sentences an epoch
+    assert config["training"]["max_steps"] == steps == 580 and config["training"]["patience"] == 0
+    assert config["training"]["optimizer"]["learn_rate"]["warmup_steps"] == 58
+    assert config["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
+    assert config["components"]["transformer"]["model"]["hidden_width"] == 384
+    assert config["components"]["ner"]["model"]["tok2vec"]["width"] == 384
+    loaders = config["initialize"]["components"]["transformer"]
+    assert loaders["encoder_loader"]["name"] == str(model.folder)  # a folder: nothing is fetched from a hub
+    assert loaders["piecer_loader"]["path"] == str(model.folder / "vocab.txt") and loaders["piecer_loader"]["lowercase"]
+    assert config["nlp"]["pipeline"] == ["transformer", "ner"] and config["system"]["seed"] == 4
+
+
+def test_a_model_folder_the_encoder_cannot_read_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(NerTrainingError, match="--encoder 'bert': one of cnn, transformer"):
+        train_ner(release(tmp_path / "data"), tmp_path / "ner", encoder="bert")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "roberta"}))
+    with pytest.raises(NerTrainingError, match=r"model.*: no vocab\.txt"):
+        pretrained_bert(str(folder))
+    (folder / "vocab.txt").write_text("[PAD]\n")
+    with pytest.raises(NerTrainingError, match=r"config\.json: model_type 'roberta'; .* BERT-family models"):
+        pretrained_bert(str(folder))
+    with pytest.raises(NerTrainingError, match="--pretrained nowhere: not a model folder"):
+        pretrained_bert("nowhere")
+
+
+@pytest.mark.slow
+def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_trained_pipeline(
+        tmp_path: Path, checkpoint: Path, capsys) -> None:
+    """The fine-tuned MiniLM NER: trained from the packaged weights, and sourced into the extraction pipeline (its NER
+    takes a copy of the encoder it listened to) with the entities it finds on its own."""
+    import spacy
+
+    from tacred.inference.api import load_model
+
+    data = release(tmp_path / "data")
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    shutil.copy(checkpoint, run / "checkpoints" / "last.ckpt")
+    assert ner_main(["train", "--data", str(data), "--out", str(run / "ner"), "--encoder", "transformer",
+                     "--max_epochs", "3", "--eval_frequency", "1", "--seed", "2"]) == 0
+    training = json.loads((run / "ner" / "training.json").read_text())
+    assert training["encoder"] == "transformer" and training["base_model"] == "minilm"
+    best = run / "ner" / "model-best"
+    trained = spacy.load(best)
+    assert trained.pipe_names == ["transformer", "ner"]
+    text = "John Smith works for Acme Corp. in Paris . Anna Berg joined Nordic Steel in Oslo ."
+    types = json.loads((best / TYPES_FILE).read_text())["types"]
+    own = [(e.start_char, e.end_char, types[e.label_]) for e in trained(text).ents]
+    predictor = load_model(run, device="cpu")
+    assert predictor.ner == str(best)
+    assert "transformer" not in predictor.text_nlp.pipe_names  # the NER carries its own encoder
+    found = [(e.start_char, e.end_char, e.label_) for e in predictor.text_nlp(text).ents]
+    assert found == own
