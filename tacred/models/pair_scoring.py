@@ -3,7 +3,9 @@
 In evaluation mode the network's input for a pair is the sentence's embeddings plus the object-position embedding
 (17 rows) plus, under entity masking, a few changed word rows; everything before the attention softmax is linear in
 that input, so the sentence's q, k, v and relative-query projections are computed once and each pair adds a table
-row (and the projections of its changed rows). After the softmax the block has no residual around the attention and
+row (and the projections of its changed rows). Without entity masks a pair's attention logits need no q or k of its
+own: q·kᵀ and the relative scores split into the sentence's (S, H, T, T) terms and terms gathered from 17-row
+tables (:meth:`PairScorer._attend_tables`), so only the attention weights times v run per pair. After the softmax the block has no residual around the attention and
 batch norm and RReLU are affine, so the output projection, the first norm and the first feed-forward layer fold into
 one F × D matrix, and the second norm into the second feed-forward layer. The rest (the position-aware attention,
 the classifier) runs per pair as in :class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py``
@@ -103,8 +105,7 @@ class PairScorer(nn.Module):
         self.relative = [b for b in attention.biases if isinstance(_inner(b), RelativePositionScores)
                          and _inner(b).r is not None]
         # hooks other than the relative scores with their own query read the block input x of every pair
-        self.reads_input = any(id(b) not in {id(r) for r in self.relative} for b in attention.biases) or any(
-            h is not None for h in (attention.temperature, attention.values, attention.transform))
+        self.reads_input = _reads_input(attention)
         pa = net.position_aware
         with torch.no_grad():
             s1, c1 = _affine(layer.norm1)
@@ -133,6 +134,30 @@ class PairScorer(nn.Module):
             self.register_buffer("object_bank", torch.cat([self.object_table @ self.bank_weight.T,
                                                            self.object_table * s2], dim=-1),
                                  persistent=False)  # (17, N + D)
+            # the attention logits from tables (:meth:`_forward_tables`): q, k and each W^r apart from the columns
+            # every pair needs as rows (v, W_h·diag(s2), x·s2)
+            heads_at = [slice(0, 2 * d), *(slice((3 + j) * d, (4 + j) * d) for j in range(len(self.relative)))]
+            hidden_at = slice((3 + len(self.relative)) * d, None)  # W_h·diag(s2), with its bias (A rows; or none)
+            self.register_buffer("logit_weight", torch.cat([self.bank_weight[c] for c in heads_at]), persistent=False)
+            self.register_buffer("logit_bias", torch.cat([self.bank_bias[c] for c in heads_at]), persistent=False)
+            self.register_buffer("value_weight", self.bank_weight[2 * d:3 * d].clone(), persistent=False)
+            self.register_buffer("value_bias", self.bank_bias[2 * d:3 * d].clone(), persistent=False)
+            self.register_buffer("object_values", self.object_table @ self.value_weight.T, persistent=False)  # (17, D)
+            self.register_buffer("hidden_weight", self.bank_weight[hidden_at].clone(), persistent=False)  # (A, D)
+            self.register_buffer("hidden_bias", self.bank_bias[hidden_at].clone(), persistent=False)
+            # what a row adds to the outer feed-forward's output (its columns: norm2's states, then u's W_h part):
+            # x·s2 plus the outer bias, W_h·diag(s2) x plus its biases and the object's position features
+            object_hidden = self.object_table @ self.hidden_weight.T
+            if pa is not None and table is not None:  # (the table path needs the object-position rows)
+                p = net.positions.weight.shape[1]
+                object_hidden = object_hidden + net.positions.weight @ pa.features.weight[:, p:].T
+            self.register_buffer("object_tail", torch.cat([self.object_table * s2, object_hidden], dim=-1),
+                                 persistent=False)  # (17, D [+ A])
+            q_o, k_o = (self.object_table @ w.T for w in self.bank_weight[:2 * d].split(d))  # (17, D) each
+            k = self.object_table.shape[0]
+            # q_o·k_oᵀ per head (H, 17, 17), q already scaled by 1/√Dh
+            self.register_buffer("object_object", torch.einsum("ahd,bhd->hab", q_o.view(k, -1, attention.head_dim),
+                                                               k_o.view(k, -1, attention.head_dim)), persistent=False)
             # output projection → norm1 → inner feed-forward: one (F, D) map of the attention's heads
             inner = layer.ffn.inner
             out = attention.output
@@ -169,6 +194,11 @@ class PairScorer(nn.Module):
         x_sent = torch.cat(parts, dim=-1)  # (S, T, D)
         if net.cfg.position_encoding == "sinusoidal":
             x_sent = x_sent + sinusoidal_encoding(n, d, x_sent.device)[None]
+        bins = embed.bins(pairs.obj_positions)  # (P, T)
+        if (not self.reads_input and embed.object_position is not None
+                and torch.equal(pairs.pair_words, pairs.words[sent])):  # no entity masks: every row is its sentence's
+            attended, tail = self._attend_tables(x_sent, sent, bins, pad)
+            return self._after_attention(attended, tail, pad, pairs.subj_positions)
         bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
             self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
         split = g * d
@@ -176,7 +206,6 @@ class PairScorer(nn.Module):
         # (embedding_bag over the sentences' rows and the 17 object rows), token-major (P, T, N + D)
         width = bank.shape[-1]
         own = (sent[:, None] * n + torch.arange(n, device=sent.device)).reshape(-1)  # (P·T,)
-        bins = embed.bins(pairs.obj_positions)  # (P, T)
         if embed.object_position is not None:
             index = torch.stack([own, bins.reshape(-1) + bank.shape[0] * n], dim=1)  # (P·T, 2)
             rows_all = F.embedding_bag(index, torch.cat([bank.reshape(-1, width), self.object_bank]), mode="sum")
@@ -201,19 +230,85 @@ class PairScorer(nn.Module):
             if delta is not None:
                 x = x.index_put(rows, F.pad(delta, (0, d - delta.shape[1])), accumulate=True)
         attended = self._attend(x, heads, pad) if self.reads_input else self._attend_per_head(heads, pad)  # (P, T, D)
-        act = F.leaky_relu(attended @ self.fold_weight.T + self.fold_bias, self.negative_slope)  # (P, T, F)
-        post = act @ self.post_weight.T  # (P, T, D [+ A])
+        tail = rest[..., -d:] + self.outer_bias  # the columns of _after_attention: x·s2 + bias, then W_h's part
+        if rest.shape[-1] > d:
+            tail = torch.cat([tail, rest[..., :-d] + self.object_features[bins]], dim=-1)
+        return self._after_attention(attended, tail, pad, pairs.subj_positions)
+
+    def _after_attention(self, attended: torch.Tensor, tail: torch.Tensor, pad: torch.Tensor,
+                         subj_positions: torch.Tensor) -> torch.Tensor:
+        """The attention's heads (P, T, D) through the folded feed-forward, the max-pooled query, the position-aware
+        attention and the classifier; ``tail`` (P, T, D [+ A]): what each row adds to the outer feed-forward's
+        output (x·s2 plus the outer bias; W_h x·s2 with its biases and the object's position features) → logits
+        (P, L)."""
+        net, embed, d = self.net, self.net.embed, self.net.embed.dim
+        p, n, _ = attended.shape
+        act = F.leaky_relu(torch.addmm(self.fold_bias, attended.reshape(p * n, -1), self.fold_weight.T),
+                           self.negative_slope)  # (P·T, F)
+        total = torch.addmm(tail.reshape(p * n, -1), act, self.post_weight.T).view(p, n, -1)  # (P, T, D [+ A])
         # (P, T, D); not zeroed at padding: the max-pool and the position-aware softmax leave padding out
-        states = post[..., :d] + self.outer_bias + rest[..., -d:]
+        states = total[..., :d]
         query = masked_max(states, pad)  # (P, D)
         if net.position_aware is None:
             return net.classifier(query)
         pa = net.position_aware
-        u = (post[..., d:] + rest[..., :-d] + pa.query(query)[:, None, :] + self.object_features[bins]
-             + self.subject_features[embed.bins(pairs.subj_positions)])  # (P, T, A): Zhang et al.'s u_i
+        u = (total[..., d:] + pa.query(query)[:, None, :]
+             + self.subject_features[embed.bins(subj_positions)])  # (P, T, A): Zhang et al.'s u_i
         scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
         summary = (torch.softmax(scores, dim=-1)[:, :, None] * states).sum(dim=1)  # (P, D)
         return net.classifier(summary)  # (P, L)
+
+    def _attend_tables(self, x_sent: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, pad: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
+        pair's own q, k or W^r x: with q = q_s + q_o[b] and k = k_s + k_o[b] (s: the sentence, o: the 17-row table,
+        b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
+        sentence's term + a (17, 2T-1) table's, so a pair's logits are its sentence's (S, H, T, T) plus rows and
+        columns gathered from small tables, and only v and the rows after the attention are the pair's own.
+        → the heads (P, T, D) and each row's tail for :meth:`_after_attention` (P, T, D [+ A])."""
+        att = self.attention
+        s, n, d = x_sent.shape
+        h, dh, k = att.num_heads, att.head_dim, self.object_table.shape[0]
+        p = sent.shape[0]
+        maps = torch.addmm(self.logit_bias, x_sent.reshape(-1, d), self.logit_weight.T)  # (S·T, (2 + R)·D)
+        q_s, k_s, *r_s = (m.reshape(s, n, h, dh).transpose(1, 2) for m in maps.split(d, dim=-1))  # (S, H, T, Dh)
+        q_o, k_o, *r_o = (m.view(k, h, dh).transpose(0, 1) for m in (self.object_table @ self.logit_weight.T).split(
+            d, dim=-1))  # (H, 17, Dh); the bias is the sentence's
+        steps = torch.arange(n, device=x_sent.device)
+        distances = steps[None, :] - steps[:, None] + n - 1  # (T, T): the column of distance u - t
+        sentence = q_s @ k_s.transpose(-1, -2)  # (S, H, T, T)
+        object_terms = self.object_object[:, :, :, None].expand(-1, -1, -1, 2 * n - 1)  # (H, 17, 17, 2T-1)
+        for bias, r_sent, r_obj in zip(self.relative, r_s, r_o, strict=True):
+            m = bias.m[:, clipped_distances(n, bias.max_distance, x_sent.device)] * (1.0 / math.sqrt(bias.head_dim))
+            sentence = sentence + (r_sent @ m.transpose(-1, -2)).gather(-1, distances.expand(s, h, n, n))
+            object_terms = object_terms + (r_obj @ m.transpose(-1, -2))[:, :, None, :]  # (H, 17, 1, 2T-1)
+        sentence_object = q_s @ k_o.transpose(-1, -2)[None]  # (S, H, T, 17): q_s·k_o
+        object_sentence = q_o[None] @ k_s.transpose(-1, -2)  # (S, H, 17, T): q_o·k_s
+        # each pair's index into the (17, 17, 2T-1) table of a head: (b_t, b_u, u - t)
+        table_index = ((bins[:, :, None] * k + bins[:, None, :]) * (2 * n - 1) + distances[None]).view(p, -1)
+        columns = bins[:, None, :].expand(p, n, n)  # b_u
+        rows_of = bins[:, :, None].expand(p, n, n)  # b_t
+        # the rows each pair needs of its own, its sentence's plus its object's (embedding_bag sums the two): v, and
+        # what the row adds after the attention
+        x_flat = x_sent.reshape(-1, d)
+        own = (sent[:, None] * n + steps).reshape(-1)
+        index = torch.stack([own, bins.reshape(-1) + s * n], dim=1)  # (P·T, 2)
+        values = torch.cat([torch.addmm(self.value_bias, x_flat, self.value_weight.T), self.object_values])
+        rows = F.embedding_bag(index, values, mode="sum").view(p, n, d)  # (P, T, D)
+        tails = [x_flat * self.input_scale + self.outer_bias]
+        if self.hidden_weight.shape[0]:
+            tails.append(torch.addmm(self.hidden_bias, x_flat, self.hidden_weight.T))
+        tail = F.embedding_bag(index, torch.cat([torch.cat(tails, dim=-1), self.object_tail]), mode="sum")
+        keys = pad[:, None, :]
+        out = []
+        for i in range(h):
+            logits = sentence[:, i].index_select(0, sent)  # (P, T, T)
+            logits += sentence_object[:, i].index_select(0, sent).gather(2, columns)
+            logits += object_sentence[:, i].index_select(0, sent).gather(1, rows_of)
+            logits += object_terms[i].reshape(-1).take(table_index).view(p, n, n)
+            weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)
+            out.append(torch.bmm(weights, rows[..., i * dh:(i + 1) * dh]))  # (P, T, Dh)
+        return torch.cat(out, dim=-1), tail.view(p, n, -1)
 
     def _attend_per_head(self, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """The paper's attention (relative-position scores with their own query, or none; no other hook), head by
@@ -262,6 +357,14 @@ class PairScorer(nn.Module):
         return out.transpose(1, 2).reshape(b, n, -1)  # (P, T, D)
 
 
+def _reads_input(attention: MultiHeadSelfAttention) -> bool:
+    """Whether a hook of ``attention`` reads the block input x of every pair: a bias other than the relative scores
+    with their own query, a temperature, a value hook or a weight transform."""
+    return any(not (isinstance(_inner(b), RelativePositionScores) and _inner(b).r is not None)
+               for b in attention.biases) or any(
+        h is not None for h in (attention.temperature, attention.values, attention.transform))
+
+
 def _inner(bias: nn.Module) -> nn.Module:
     return bias.bias if isinstance(bias, ContentHeadsOnly) else bias
 
@@ -291,8 +394,9 @@ def pair_logits(net: nn.Module, pairs: SentencePairs, scorer: PairScorer | None 
 def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_rows: float = 0.0
                ) -> tuple[float, float]:
     """FLOPs (2 per multiply-add) of the matrix products of scoring a sentence of ``length`` tokens: (once per
-    sentence, once per pair). ``factored``: :class:`PairScorer` (``masked_rows``: the rows entity masking changes,
-    per pair), else the plain forward pass, which does everything per pair. The paper's products are counted (the
+    sentence, once per pair). ``factored``: :class:`PairScorer` (without entity masks, ``masked_rows`` 0, the
+    attention logits from tables; with them, ``masked_rows`` per pair, each pair's own q, k and W^r x), else the
+    plain forward pass, which does everything per pair. The paper's products are counted (the
     projections, q·kᵀ, the relative scores, weights·v, the feed-forward, the position-aware attention, the
     classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not."""
     cfg, t = net.cfg, length
@@ -311,5 +415,11 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
         return 0.0, 2.0 * t * d * heads + attention + 2 * t * d * d + 2 * 2 * t * d * f + 2 * t * d * a + features \
             + classifier
     bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
-    per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + 2 * t * d * f + 2 * t * f * (d + a) + classifier
+    feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
+    if masked_rows == 0 and net.embed.object_position is not None and not _reads_input(layer.attention):
+        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence, weights·v per pair
+        rows = net.embed.object_position.num_embeddings
+        sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
+        return 2.0 * t * d * bank + sentence, 2 * t * t * d + feed_forward + classifier
+    per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + classifier
     return 2.0 * t * d * bank, per_pair

@@ -26,6 +26,7 @@ from tacred.inference.sentence_pairs import (
 )
 
 KBP37 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kbp37"
+CONLL04 = KBP37.parent / "conll04"
 
 
 def random_pairs(rows: list[dict[str, Any]], types: list[str], seed: int, most: int = 9) -> list[dict[str, Any]]:
@@ -207,3 +208,44 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -
         plain_found = predictor.extract(texts)
     assert [[(r.relation, r.subject, r.object, r.evidence["orders"][0]["label"]) for r in t] for t in found] == \
         [[(r.relation, r.subject, r.object, r.evidence["orders"][0]["label"]) for r in t] for t in plain_found]
+
+
+@pytest.mark.slow
+def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path) -> None:
+    """CoNLL04's test pairs, every ordered entity pair of its 288 test sentences, under a small network trained for
+    one epoch on 300 of its training sentences without entity masks (the CoNLL04 recipe): every pair's attention
+    logits come from its sentence's terms and the object-position tables (PairScorer's table path)."""
+    if not (CONLL04 / "conll04_test.json").is_file():
+        pytest.skip(f"CoNLL04 is not found at {CONLL04}")
+    from tacred.data.conll04 import CONLL04_LABELS, SPLITS, convert_sentences, read_conll04
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.models.pair_scoring import PairScorer
+    from tacred.training import fit
+
+    try:
+        nlp = load_spacy()
+    except SpacyModelError as err:
+        pytest.skip(f"no spaCy English model installed: {err}")
+    data = tmp_path / "conll04"
+    data.mkdir()
+    converted = {}
+    for split, count in (("train", 300), ("dev", 50), ("test", None)):
+        converted[split] = convert_sentences(read_conll04(CONLL04 / SPLITS[split])[:count], split, nlp)
+        (data / f"{split}.json").write_text(json.dumps(converted[split]), encoding="utf-8")
+    (data / "labels.json").write_text(json.dumps(list(CONLL04_LABELS)), encoding="utf-8")
+    fit(args=["--data.data_dir", str(data), "--data.labels", str(data / "labels.json"), "--trainer.max_epochs", "1",
+              "--trainer.accelerator", "cpu", "--trainer.enable_progress_bar", "false",
+              "--trainer.enable_model_summary", "false", "--data.entity_masking", "false",
+              "--model.network.word_dim", "48", "--model.network.pos_dim", "12", "--model.network.ner_dim", "12",
+              "--model.network.ffn_dim", "40", "--model.network.attention_dim", "32", "--data.batch_size", "32"],
+        run_dir=tmp_path / "run", seed=1, resume="never")
+    import tacred
+
+    predictor = tacred.load_model(tmp_path / "run" / "checkpoints" / "best.ckpt", device="cpu")
+    tables = []
+    with pytest.MonkeyPatch.context() as m:
+        real = PairScorer._attend_tables
+        m.setattr(PairScorer, "_attend_tables", lambda self, *a: tables.append(1) or real(self, *a))
+        plain, shared = _probabilities_both_ways(predictor, converted["test"])
+    assert len(shared) == 3822 and tables  # every ordered pair of the test sentences, through the table path
+    assert_same_decisions(plain, shared)
