@@ -38,6 +38,24 @@ class ExtractorSettings:
     ner: str | None = "auto"  # the entity source: auto (the run's trained NER, else spaCy's), stock, or a folder
 
 
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc keep the memory a batch frees for the next batch (True where it is glibc's). By default
+    an allocation above 32 MiB gets fresh pages from the kernel and returns them when freed, so every batch of the
+    relation model paid the kernel to zero its largest buffers again (a third of the model's time at 400 pairs
+    of 40 tokens); the process's peak memory is unchanged, but it stays at its peak."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(mallopt(m_mmap_threshold, 1 << 30)) and bool(mallopt(m_trim_threshold, 1 << 31))
+
+
 class DocumentExtractor:
     """The model and spaCy, loaded once; :meth:`process` a document, :meth:`process_many` a batch of them. Pickles
     as its settings alone (a worker process loads its own model)."""
@@ -47,6 +65,7 @@ class DocumentExtractor:
         from tacred.inference.api import load_model
 
         self.settings = settings
+        keep_freed_memory()
         if settings.num_threads:
             import torch
 

@@ -25,9 +25,13 @@ from tacred.data.batching import Batch
 from tacred.models.attention.core import AttentionInputs, MultiHeadSelfAttention, gather_relative
 from tacred.models.attention.gaussian import ContentHeadsOnly
 from tacred.models.attention.relative import RelativePositionScores, clipped_distances
-from tacred.models.encoder import masked_max
 from tacred.models.network import RelationNetwork, sinusoidal_encoding
 from tacred.models.norm import MaskedBatchNorm
+
+
+# the states' value at padding rows: the max-pool over tokens never picks it, and times the exactly-0 attention
+# weight of padding it adds nothing (finite, unlike -inf, whose product with 0 is NaN)
+PAD_STATE = -1e30
 
 
 @dataclass
@@ -197,7 +201,7 @@ class PairScorer(nn.Module):
         bins = embed.bins(pairs.obj_positions)  # (P, T)
         if (not self.reads_input and embed.object_position is not None
                 and torch.equal(pairs.pair_words, pairs.words[sent])):  # no entity masks: every row is its sentence's
-            attended, tail = self._attend_tables(x_sent, sent, bins, pad)
+            attended, tail = self._attend_tables(x_sent, sent, bins, pad, pairs.pad_mask)
             return self._after_attention(attended, tail, pad, pairs.subj_positions)
         bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
             self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
@@ -230,7 +234,8 @@ class PairScorer(nn.Module):
             if delta is not None:
                 x = x.index_put(rows, F.pad(delta, (0, d - delta.shape[1])), accumulate=True)
         attended = self._attend(x, heads, pad) if self.reads_input else self._attend_per_head(heads, pad)  # (P, T, D)
-        tail = rest[..., -d:] + self.outer_bias  # the columns of _after_attention: x·s2 + bias, then W_h's part
+        # the columns of _after_attention: x·s2 + bias (PAD_STATE at padding), then W_h's part
+        tail = (rest[..., -d:] + self.outer_bias).masked_fill_(pad[..., None], PAD_STATE)
         if rest.shape[-1] > d:
             tail = torch.cat([tail, rest[..., :-d] + self.object_features[bins]], dim=-1)
         return self._after_attention(attended, tail, pad, pairs.subj_positions)
@@ -245,21 +250,23 @@ class PairScorer(nn.Module):
         p, n, _ = attended.shape
         act = F.leaky_relu(torch.addmm(self.fold_bias, attended.reshape(p * n, -1), self.fold_weight.T),
                            self.negative_slope)  # (P·T, F)
-        total = torch.addmm(tail.reshape(p * n, -1), act, self.post_weight.T).view(p, n, -1)  # (P, T, D [+ A])
-        # (P, T, D); not zeroed at padding: the max-pool and the position-aware softmax leave padding out
+        # in place: ``tail`` is this batch's own buffer (a separate input would be copied into a new result)
+        total = tail.reshape(p * n, -1).addmm_(act, self.post_weight.T).view(p, n, -1)  # (P, T, D [+ A])
+        # (P, T, D): PAD_STATE at padding, from the tail, so the max-pool needs no mask; the position-aware
+        # softmax gives padding a weight of exactly 0
         states = total[..., :d]
-        query = masked_max(states, pad)  # (P, D)
+        query = states.amax(dim=1)  # (P, D)
         if net.position_aware is None:
             return net.classifier(query)
         pa = net.position_aware
         u = (total[..., d:] + pa.query(query)[:, None, :]
              + self.subject_features[embed.bins(subj_positions)])  # (P, T, A): Zhang et al.'s u_i
         scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
-        summary = (torch.softmax(scores, dim=-1)[:, :, None] * states).sum(dim=1)  # (P, D)
+        summary = torch.bmm(torch.softmax(scores, dim=-1)[:, None, :], states).squeeze(1)  # (P, D)
         return net.classifier(summary)  # (P, L)
 
-    def _attend_tables(self, x_sent: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, pad: torch.Tensor
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _attend_tables(self, x_sent: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, pad: torch.Tensor,
+                       pad_of_sentences: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
         pair's own q, k or W^r x: with q = q_s + q_o[b] and k = k_s + k_o[b] (s: the sentence, o: the 17-row table,
         b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
@@ -295,7 +302,8 @@ class PairScorer(nn.Module):
         index = torch.stack([own, bins.reshape(-1) + s * n], dim=1)  # (P·T, 2)
         values = torch.cat([torch.addmm(self.value_bias, x_flat, self.value_weight.T), self.object_values])
         rows = F.embedding_bag(index, values, mode="sum").view(p, n, d)  # (P, T, D)
-        tails = [x_flat * self.input_scale + self.outer_bias]
+        tails = [(x_flat * self.input_scale + self.outer_bias).masked_fill_(pad_of_sentences.reshape(-1, 1),
+                                                                             PAD_STATE)]
         if self.hidden_weight.shape[0]:
             tails.append(torch.addmm(self.hidden_bias, x_flat, self.hidden_weight.T))
         tail = F.embedding_bag(index, torch.cat([torch.cat(tails, dim=-1), self.object_tail]), mode="sum")
