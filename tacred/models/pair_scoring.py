@@ -3,11 +3,12 @@
 In evaluation mode the network's input for a pair is the sentence's embeddings plus the object-position embedding
 (17 rows) plus, under entity masking, a few changed word rows; everything before the attention softmax is linear in
 that input, so the sentence's q, k, v and relative-query projections are computed once and each pair adds a table
-row (and the projections of its changed rows). Without entity masks a pair's attention logits need no q or k of its
-own: q·kᵀ and the relative scores split into the sentence's (S, H, T, T) terms and terms gathered from 17-row
-tables (:meth:`PairScorer._attend_tables`), so only the attention weights times v run per pair. After the softmax the block has no residual around the attention and
-batch norm and RReLU are affine, so the output projection, the first norm and the first feed-forward layer fold into
-one F × D matrix, and the second norm into the second feed-forward layer. The rest (the position-aware attention,
+row (and the projections of its changed rows). A pair's attention logits need no q or k of its own: q·kᵀ and the
+relative scores split into the sentence's (S, H, T, T) terms and terms gathered from 17-row tables
+(:meth:`PairScorer._attend_tables`), plus, for the rows entity masking rewrote, one row and one column of
+corrections each, so only the attention weights times v run per pair. After the softmax the block has no
+residual around the attention and batch norm and RReLU are affine, so the output projection, the first norm and the
+first feed-forward layer fold into one F × D matrix, and the second norm into the second feed-forward layer. The rest (the position-aware attention,
 the classifier) runs per pair as in :class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py``
 holds the result to the plain forward pass.
 """
@@ -199,9 +200,13 @@ class PairScorer(nn.Module):
         if net.cfg.position_encoding == "sinusoidal":
             x_sent = x_sent + sinusoidal_encoding(n, d, x_sent.device)[None]
         bins = embed.bins(pairs.obj_positions)  # (P, T)
-        if (not self.reads_input and embed.object_position is not None
-                and torch.equal(pairs.pair_words, pairs.words[sent])):  # no entity masks: every row is its sentence's
-            attended, tail = self._attend_tables(x_sent, sent, bins, pad, pairs.pad_mask)
+        if not self.reads_input and embed.object_position is not None:
+            sentence_words = pairs.words[sent]  # (P, T)
+            masked = None
+            rows = (pairs.pair_words != sentence_words).nonzero(as_tuple=True)  # the rows entity masking rewrote
+            if rows[0].numel():
+                masked = (*rows, embed.words(pairs.pair_words[rows]) - embed.words(sentence_words[rows]))
+            attended, tail = self._attend_tables(x_sent, sent, bins, pad, pairs.pad_mask, masked)
             return self._after_attention(attended, tail, pad, pairs.subj_positions)
         bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
             self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
@@ -266,12 +271,17 @@ class PairScorer(nn.Module):
         return net.classifier(summary)  # (P, L)
 
     def _attend_tables(self, x_sent: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, pad: torch.Tensor,
-                       pad_of_sentences: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                       pad_of_sentences: torch.Tensor,
+                       masked: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
         pair's own q, k or W^r x: with q = q_s + q_o[b] and k = k_s + k_o[b] (s: the sentence, o: the 17-row table,
         b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
         sentence's term + a (17, 2T-1) table's, so a pair's logits are its sentence's (S, H, T, T) plus rows and
         columns gathered from small tables, and only v and the rows after the attention are the pair's own.
+        ``masked``: the (pair, token) rows entity masking rewrote and their word embeddings' change δ (M, Dw); a
+        rewritten row adds Δq = δ·W_q to its q (and Δk, Δr, Δv), so its pair's logits gain Δq·kᵀ along the row,
+        q·Δkᵀ down the column and Δq·Δkᵀ where two rewritten rows meet (:meth:`_masked_terms`).
         → the heads (P, T, D) and each row's tail for :meth:`_after_attention` (P, T, D [+ A])."""
         att = self.attention
         s, n, d = x_sent.shape
@@ -307,6 +317,16 @@ class PairScorer(nn.Module):
         if self.hidden_weight.shape[0]:
             tails.append(torch.addmm(self.hidden_bias, x_flat, self.hidden_weight.T))
         tail = F.embedding_bag(index, torch.cat([torch.cat(tails, dim=-1), self.object_tail]), mode="sum")
+        terms = None
+        if masked is not None:
+            pm, tm, delta = masked
+            wd = delta.shape[1]
+            rows.index_put_((pm, tm), delta @ self.value_weight[:, :wd].T, accumulate=True)
+            moved = [F.pad(delta * self.input_scale[:wd], (0, d - wd))]
+            if self.hidden_weight.shape[0]:
+                moved.append(delta @ self.hidden_weight[:, :wd].T)
+            tail.view(p, n, -1).index_put_((pm, tm), torch.cat(moved, dim=-1), accumulate=True)
+            terms = self._masked_terms(pm, tm, delta @ self.logit_weight[:, :wd].T, sent, bins, q_s, k_s, q_o, k_o)
         keys = pad[:, None, :]
         out = []
         for i in range(h):
@@ -314,9 +334,48 @@ class PairScorer(nn.Module):
             logits += sentence_object[:, i].index_select(0, sent).gather(2, columns)
             logits += object_sentence[:, i].index_select(0, sent).gather(1, rows_of)
             logits += object_terms[i].reshape(-1).take(table_index).view(p, n, n)
+            if terms is not None:
+                for where, value in terms:
+                    logits.index_put_(where, value[..., i], accumulate=True)
             weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)
             out.append(torch.bmm(weights, rows[..., i * dh:(i + 1) * dh]))  # (P, T, Dh)
         return torch.cat(out, dim=-1), tail.view(p, n, -1)
+
+    def _masked_terms(self, pm: torch.Tensor, tm: torch.Tensor, moved: torch.Tensor, sent: torch.Tensor,
+                      bins: torch.Tensor, q_s: torch.Tensor, k_s: torch.Tensor, q_o: torch.Tensor, k_o: torch.Tensor
+                      ) -> list[tuple[tuple[torch.Tensor, ...], torch.Tensor]]:
+        """What the M rewritten rows (pair ``pm``, token ``tm``; ``moved`` (M, (2 + R)·D): δ through W_q, W_k and each
+        W^r) add to their pairs' logits, as (index into a head's (P, T, T) logits, values (…, H)) for ``index_put_``:
+        along each rewritten row Δq·k_baseᵀ + Δr·m (k_base: the pair's k before the rewrite), down each rewritten
+        column q_base·Δkᵀ, and Δq·Δkᵀ where a pair's rewritten rows meet. The sentence's k_s and q_s meet the rows
+        of that sentence in one batched product (each row a slot of its sentence)."""
+        s, h, n, dh = q_s.shape
+        p, m = sent.shape[0], pm.shape[0]
+        dq, dk, *dr = (x.reshape(m, h, dh) for x in moved.split(h * dh, dim=-1))  # (M, H, Dh)
+        sm, b = sent[pm], bins[pm]  # each row's sentence (M,) and its pair's object bins (M, T)
+        slot, most = _slots(sm, s)
+        wide = torch.zeros(2, s, most, h, dh, dtype=dq.dtype, device=dq.device)
+        wide[0, sm, slot], wide[1, sm, slot] = dq, dk
+        wide = wide.transpose(2, 3)  # (2, S, H, J, Dh)
+        steps = torch.arange(n, device=pm.device)
+        along = (wide[0] @ k_s.transpose(-1, -2))[sm, :, slot]  # (M, H, T): Δq·k_s
+        along += torch.einsum("mhd,hkd->mhk", dq, k_o).gather(2, b[:, None, :].expand(m, h, n))  # Δq·k_o[b_u]
+        for bias, r in zip(self.relative, dr, strict=True):
+            table = bias.m[:, clipped_distances(n, bias.max_distance, pm.device)] * (1.0 / math.sqrt(bias.head_dim))
+            at = (steps[None, :] - tm[:, None] + n - 1)[:, None, :].expand(m, h, n)  # distance u - t of each column
+            along += torch.einsum("mhd,hkd->mhk", r, table).gather(2, at)
+        down = (q_s @ wide[1].transpose(-1, -2))[sm, :, :, slot]  # (M, H, T): q_s·Δk
+        down += torch.einsum("hkd,mhd->mhk", q_o, dk).gather(2, b[:, None, :].expand(m, h, n))  # q_o[b_t]·Δk
+        # the pairs' own rewritten rows against each other: slots within each pair
+        pair_slot, per_pair = _slots(pm, p)
+        own = torch.zeros(2, p, per_pair, h, dh, dtype=dq.dtype, device=dq.device)
+        own[0, pm, pair_slot], own[1, pm, pair_slot] = dq, dk
+        positions = torch.zeros(p, per_pair, dtype=torch.long, device=pm.device)  # empty slots: row 0, adding 0
+        positions[pm, pair_slot] = tm
+        meet = torch.einsum("pahd,pbhd->pabh", own[0], own[1])  # (P, K, K, H)
+        pairs = torch.arange(p, device=pm.device)[:, None, None]
+        return [((pm, tm), along.transpose(1, 2)), ((pm[:, None], steps[None, :], tm[:, None]), down.transpose(1, 2)),
+                ((pairs, positions[:, :, None], positions[:, None, :]), meet)]
 
     def _attend_per_head(self, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """The paper's attention (relative-position scores with their own query, or none; no other hook), head by
@@ -365,6 +424,15 @@ class PairScorer(nn.Module):
         return out.transpose(1, 2).reshape(b, n, -1)  # (P, T, D)
 
 
+def _slots(groups: torch.Tensor, count: int) -> tuple[torch.Tensor, int]:
+    """Each item's rank within its group (``groups`` (M,) of ids below ``count``) and the largest group's size."""
+    sizes = torch.bincount(groups, minlength=count)
+    ordered, order = groups.sort(stable=True)
+    slot = torch.empty_like(groups)
+    slot[order] = torch.arange(groups.shape[0], device=groups.device) - (torch.cumsum(sizes, 0) - sizes)[ordered]
+    return slot, int(sizes.max()) if groups.numel() else 0
+
+
 def _reads_input(attention: MultiHeadSelfAttention) -> bool:
     """Whether a hook of ``attention`` reads the block input x of every pair: a bias other than the relative scores
     with their own query, a temperature, a value hook or a weight transform."""
@@ -402,9 +470,9 @@ def pair_logits(net: nn.Module, pairs: SentencePairs, scorer: PairScorer | None 
 def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_rows: float = 0.0
                ) -> tuple[float, float]:
     """FLOPs (2 per multiply-add) of the matrix products of scoring a sentence of ``length`` tokens: (once per
-    sentence, once per pair). ``factored``: :class:`PairScorer` (without entity masks, ``masked_rows`` 0, the
-    attention logits from tables; with them, ``masked_rows`` per pair, each pair's own q, k and W^r x), else the
-    plain forward pass, which does everything per pair. The paper's products are counted (the
+    sentence, once per pair). ``factored``: :class:`PairScorer` (``masked_rows``: the rows entity masking changes,
+    per pair; the attention logits from tables unless a hook reads the block input, then each pair's own q, k and
+    W^r x), else the plain forward pass, which does everything per pair. The paper's products are counted (the
     projections, q·kᵀ, the relative scores, weights·v, the feed-forward, the position-aware attention, the
     classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not."""
     cfg, t = net.cfg, length
@@ -424,10 +492,12 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
             + classifier
     bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
     feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
-    if masked_rows == 0 and net.embed.object_position is not None and not _reads_input(layer.attention):
-        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence, weights·v per pair
+    if net.embed.object_position is not None and not _reads_input(layer.attention):
+        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence, weights·v per pair;
+        # a rewritten row's projections, and its row and column of the logits
         rows = net.embed.object_position.num_embeddings
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
-        return 2.0 * t * d * bank + sentence, 2 * t * t * d + feed_forward + classifier
+        rewritten = masked_rows * (2 * cfg.word_dim * bank + 2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)
+        return 2.0 * t * d * bank + sentence, 2 * t * t * d + feed_forward + classifier + rewritten
     per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + classifier
     return 2.0 * t * d * bank, per_pair
