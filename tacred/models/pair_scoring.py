@@ -29,7 +29,6 @@ from tacred.models.attention.relative import RelativePositionScores, clipped_dis
 from tacred.models.network import RelationNetwork, sinusoidal_encoding
 from tacred.models.norm import MaskedBatchNorm
 
-
 # the states' value at padding rows: the max-pool over tokens never picks it, and times the exactly-0 attention
 # weight of padding it adds nothing (finite, unlike -inf, whose product with 0 is NaN)
 PAD_STATE = -1e30
