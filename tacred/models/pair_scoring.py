@@ -138,30 +138,27 @@ class PairScorer(nn.Module):
             self.register_buffer("object_bank", torch.cat([self.object_table @ self.bank_weight.T,
                                                            self.object_table * s2], dim=-1),
                                  persistent=False)  # (17, N + D)
-            # the attention logits from tables (:meth:`_forward_tables`): q, k and each W^r apart from the columns
-            # every pair needs as rows (v, W_h·diag(s2), x·s2)
-            heads_at = [slice(0, 2 * d), *(slice((3 + j) * d, (4 + j) * d) for j in range(len(self.relative)))]
-            hidden_at = slice((3 + len(self.relative)) * d, None)  # W_h·diag(s2), with its bias (A rows; or none)
-            self.register_buffer("logit_weight", torch.cat([self.bank_weight[c] for c in heads_at]), persistent=False)
-            self.register_buffer("logit_bias", torch.cat([self.bank_bias[c] for c in heads_at]), persistent=False)
-            self.register_buffer("value_weight", self.bank_weight[2 * d:3 * d].clone(), persistent=False)
-            self.register_buffer("value_bias", self.bank_bias[2 * d:3 * d].clone(), persistent=False)
-            self.register_buffer("object_values", self.object_table @ self.value_weight.T, persistent=False)  # (17, D)
-            self.register_buffer("hidden_weight", self.bank_weight[hidden_at].clone(), persistent=False)  # (A, D)
-            self.register_buffer("hidden_bias", self.bank_bias[hidden_at].clone(), persistent=False)
+            # the table path (:meth:`_attend_tables`) reads the bank's columns as q, k, v, each W^r, then W_h·diag(s2);
+            # the object rows' share of each is fixed, as is the part of each that a word's embedding reaches
+            dh, heads, rows = attention.head_dim, attention.num_heads, self.object_table.shape[0]
+            r = len(self.relative)
+            object_maps = self.object_table @ self.bank_weight.T  # (17, N): q, k, v, W^r..., [W_h]
+            self.register_buffer("object_values", object_maps[:, 2 * d:3 * d].clone(), persistent=False)  # (17, D)
+            self.register_buffer("object_heads", torch.stack([object_maps[:, c * d:(c + 1) * d].reshape(
+                rows, heads, dh).transpose(0, 1) for c in (0, 1, *range(3, 3 + r))]),
+                persistent=False)  # (2 + R, H, 17, Dh): q_o, k_o, W^r x_o
+            self.register_buffer("word_bank", self.bank_weight[:, :net.cfg.word_dim].contiguous(), persistent=False)
             # what a row adds to the outer feed-forward's output (its columns: norm2's states, then u's W_h part):
             # x·s2 plus the outer bias, W_h·diag(s2) x plus its biases and the object's position features
-            object_hidden = self.object_table @ self.hidden_weight.T
+            object_hidden = object_maps[:, (3 + r) * d:]
             if pa is not None and table is not None:  # (the table path needs the object-position rows)
                 p = net.positions.weight.shape[1]
                 object_hidden = object_hidden + net.positions.weight @ pa.features.weight[:, p:].T
             self.register_buffer("object_tail", torch.cat([self.object_table * s2, object_hidden], dim=-1),
                                  persistent=False)  # (17, D [+ A])
-            q_o, k_o = (self.object_table @ w.T for w in self.bank_weight[:2 * d].split(d))  # (17, D) each
-            k = self.object_table.shape[0]
             # q_o·k_oᵀ per head (H, 17, 17), q already scaled by 1/√Dh
-            self.register_buffer("object_object", torch.einsum("ahd,bhd->hab", q_o.view(k, -1, attention.head_dim),
-                                                               k_o.view(k, -1, attention.head_dim)), persistent=False)
+            self.register_buffer("object_object", self.object_heads[0] @ self.object_heads[1].transpose(-1, -2),
+                                 persistent=False)
             # output projection → norm1 → inner feed-forward: one (F, D) map of the attention's heads
             inner = layer.ffn.inner
             out = attention.output
@@ -286,10 +283,12 @@ class PairScorer(nn.Module):
         s, n, d = x_sent.shape
         h, dh, k = att.num_heads, att.head_dim, self.object_table.shape[0]
         p = sent.shape[0]
-        maps = torch.addmm(self.logit_bias, x_sent.reshape(-1, d), self.logit_weight.T)  # (S·T, (2 + R)·D)
-        q_s, k_s, *r_s = (m.reshape(s, n, h, dh).transpose(1, 2) for m in maps.split(d, dim=-1))  # (S, H, T, Dh)
-        q_o, k_o, *r_o = (m.view(k, h, dh).transpose(0, 1) for m in (self.object_table @ self.logit_weight.T).split(
-            d, dim=-1))  # (H, 17, Dh); the bias is the sentence's
+        r = len(self.relative)
+        x_flat = x_sent.reshape(-1, d)
+        maps = torch.addmm(self.bank_bias, x_flat, self.bank_weight.T)  # (S·T, N): q, k, v, W^r..., [W_h]
+        q_s, k_s, *r_s = (maps[:, c * d:(c + 1) * d].reshape(s, n, h, dh).transpose(1, 2)
+                          for c in (0, 1, *range(3, 3 + r)))  # (S, H, T, Dh)
+        q_o, k_o, *r_o = self.object_heads.unbind(0)  # (H, 17, Dh); the bias is the sentence's
         steps = torch.arange(n, device=x_sent.device)
         distances = steps[None, :] - steps[:, None] + n - 1  # (T, T): the column of distance u - t
         sentence = q_s @ k_s.transpose(-1, -2)  # (S, H, T, T)
@@ -306,26 +305,22 @@ class PairScorer(nn.Module):
         rows_of = bins[:, :, None].expand(p, n, n)  # b_t
         # the rows each pair needs of its own, its sentence's plus its object's (embedding_bag sums the two): v, and
         # what the row adds after the attention
-        x_flat = x_sent.reshape(-1, d)
         own = (sent[:, None] * n + steps).reshape(-1)
         index = torch.stack([own, bins.reshape(-1) + s * n], dim=1)  # (P·T, 2)
-        values = torch.cat([torch.addmm(self.value_bias, x_flat, self.value_weight.T), self.object_values])
-        rows = F.embedding_bag(index, values, mode="sum").view(p, n, d)  # (P, T, D)
-        tails = [(x_flat * self.input_scale + self.outer_bias).masked_fill_(pad_of_sentences.reshape(-1, 1),
-                                                                             PAD_STATE)]
-        if self.hidden_weight.shape[0]:
-            tails.append(torch.addmm(self.hidden_bias, x_flat, self.hidden_weight.T))
-        tail = F.embedding_bag(index, torch.cat([torch.cat(tails, dim=-1), self.object_tail]), mode="sum")
+        rows = F.embedding_bag(index, torch.cat([maps[:, 2 * d:3 * d], self.object_values]), mode="sum").view(p, n, d)
+        states = (x_flat * self.input_scale + self.outer_bias).masked_fill_(pad_of_sentences.reshape(-1, 1), PAD_STATE)
+        tail = F.embedding_bag(index, torch.cat([torch.cat([states, maps[:, (3 + r) * d:]], dim=-1), self.object_tail]),
+                               mode="sum")
         terms = None
         if masked is not None:
             pm, tm, delta = masked
             wd = delta.shape[1]
-            rows.index_put_((pm, tm), delta @ self.value_weight[:, :wd].T, accumulate=True)
-            moved = [F.pad(delta * self.input_scale[:wd], (0, d - wd))]
-            if self.hidden_weight.shape[0]:
-                moved.append(delta @ self.hidden_weight[:, :wd].T)
-            tail.view(p, n, -1).index_put_((pm, tm), torch.cat(moved, dim=-1), accumulate=True)
-            terms = self._masked_terms(pm, tm, delta @ self.logit_weight[:, :wd].T, sent, bins, q_s, k_s, q_o, k_o)
+            moved = delta @ self.word_bank.T  # (M, N)
+            rows.index_put_((pm, tm), moved[:, 2 * d:3 * d], accumulate=True)
+            tail.view(p, n, -1).index_put_((pm, tm), torch.cat([F.pad(delta * self.input_scale[:wd], (0, d - wd)),
+                                                                 moved[:, (3 + r) * d:]], dim=-1), accumulate=True)
+            terms = self._masked_terms(pm, tm, torch.cat([moved[:, :2 * d], moved[:, 3 * d:(3 + r) * d]], dim=-1),
+                                       sent, bins, q_s, k_s, q_o, k_o)
         keys = pad[:, None, :]
         out = []
         for i in range(h):
