@@ -201,8 +201,9 @@ class PairScorer(nn.Module):
             masked = None
             rows = (pairs.pair_words != sentence_words).nonzero(as_tuple=True)  # the rows entity masking rewrote
             if rows[0].numel():
-                masked = (*rows, embed.words(pairs.pair_words[rows]) - embed.words(sentence_words[rows]))
-            attended, tail = self._attend_tables(x_sent, sent, bins, pad, pairs.pad_mask, masked)
+                masked = (*rows, pairs.pair_words[rows])
+            attended, tail = self._attend_tables(x_sent, sent, bins, pad, pairs.pad_mask,
+                                                 parts[0].reshape(-1, parts[0].shape[-1]), masked)
             return self._after_attention(attended, tail, pad, pairs.subj_positions)
         bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
             self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
@@ -267,7 +268,7 @@ class PairScorer(nn.Module):
         return net.classifier(summary)  # (P, L)
 
     def _attend_tables(self, x_sent: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, pad: torch.Tensor,
-                       pad_of_sentences: torch.Tensor,
+                       pad_of_sentences: torch.Tensor, word_vectors: torch.Tensor,
                        masked: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
@@ -275,8 +276,10 @@ class PairScorer(nn.Module):
         b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
         sentence's term + a (17, 2T-1) table's, so a pair's logits are its sentence's (S, H, T, T) plus rows and
         columns gathered from small tables, and only v and the rows after the attention are the pair's own.
-        ``masked``: the (pair, token) rows entity masking rewrote and their word embeddings' change δ (M, Dw); a
-        rewritten row adds Δq = δ·W_q to its q (and Δk, Δr, Δv), so its pair's logits gain Δq·kᵀ along the row,
+        ``word_vectors`` (S·T, Dw): the sentences' word embeddings. ``masked``: the (pair, token) rows entity
+        masking rewrote and the word each now holds (M,); a rewritten row
+        adds Δq = δ·W_q to its q (δ: its word embedding's change; and Δk, Δr, Δv), so its pair's logits gain Δq·kᵀ
+        along the row,
         q·Δkᵀ down the column and Δq·Δkᵀ where two rewritten rows meet (:meth:`_masked_terms`).
         → the heads (P, T, D) and each row's tail for :meth:`_after_attention` (P, T, D [+ A])."""
         att = self.attention
@@ -285,7 +288,13 @@ class PairScorer(nn.Module):
         p = sent.shape[0]
         r = len(self.relative)
         x_flat = x_sent.reshape(-1, d)
-        maps = torch.addmm(self.bank_bias, x_flat, self.bank_weight.T)  # (S·T, N): q, k, v, W^r..., [W_h]
+        wd = self.word_bank.shape[1]
+        # (S·T, N): q, k, v, W^r..., [W_h]; the words' share kept apart, for the rows entity masking rewrites
+        words = word_vectors @ self.word_bank.T
+        if self.net.cfg.position_encoding == "sinusoidal":  # the input is more than the embeddings
+            maps = torch.addmm(self.bank_bias, x_flat, self.bank_weight.T)
+        else:
+            maps = (words + self.bank_bias).addmm_(x_flat[:, wd:], self.bank_weight[:, wd:].T)
         q_s, k_s, *r_s = (maps[:, c * d:(c + 1) * d].reshape(s, n, h, dh).transpose(1, 2)
                           for c in (0, 1, *range(3, 3 + r)))  # (S, H, T, Dh)
         q_o, k_o, *r_o = self.object_heads.unbind(0)  # (H, 17, Dh); the bias is the sentence's
@@ -313,9 +322,12 @@ class PairScorer(nn.Module):
                                mode="sum")
         terms = None
         if masked is not None:
-            pm, tm, delta = masked
-            wd = delta.shape[1]
-            moved = delta @ self.word_bank.T  # (M, N)
+            pm, tm, written = masked
+            at = sent[pm] * n + tm  # each rewritten row in the sentences' rows
+            # δ·W from the few mask words' projections less the replaced words' (already in ``words``)
+            mask_words, which = torch.unique(written, return_inverse=True)
+            moved = (self.net.embed.words(mask_words) @ self.word_bank.T)[which] - words[at]  # (M, N)
+            delta = self.net.embed.words(written) - word_vectors[at]  # (M, Dw)
             rows.index_put_((pm, tm), moved[:, 2 * d:3 * d], accumulate=True)
             tail.view(p, n, -1).index_put_((pm, tm), torch.cat([F.pad(delta * self.input_scale[:wd], (0, d - wd)),
                                                                  moved[:, (3 + r) * d:]], dim=-1), accumulate=True)
@@ -491,7 +503,7 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
         # a rewritten row's projections, and its row and column of the logits
         rows = net.embed.object_position.num_embeddings
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
-        rewritten = masked_rows * (2 * cfg.word_dim * bank + 2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)
+        rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
         return 2.0 * t * d * bank + sentence, 2 * t * t * d + feed_forward + classifier + rewritten
     per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + classifier
     return 2.0 * t * d * bank, per_pair
