@@ -99,9 +99,11 @@ def base_pipeline(base_model: str, labels: Sequence[str]) -> Language:
     return nlp
 
 
-def training_config(base: Path, train: Path, dev: Path, seed: int, max_epochs: int, patience: int,
-                    eval_frequency: int) -> str:
-    """The spaCy training config: the base pipeline's NER resumed on the dataset, the best model kept on dev F1."""
+def _spacy_config(*, train: Path, dev: Path, seed: int, pipeline: str, batch_size: int, components: str,
+                  patience: int, max_epochs: int, max_steps: int, eval_frequency: int, batcher: str,
+                  use_averages: bool, learn_rate: str, initialize: str = "") -> str:
+    """A spaCy training config of a NER pipeline: what both encoders share (the corpora, the training loop, Adam,
+    the best model kept on dev entity F1) around what differs (``components``, the batcher, the schedule)."""
     return f"""\
 [paths]
 train = "{train}"
@@ -113,14 +115,12 @@ gpu_allocator = null
 
 [nlp]
 lang = "en"
-pipeline = ["ner"]
-batch_size = 256
+pipeline = {pipeline}
+batch_size = {batch_size}
 
 [components]
 
-[components.ner]
-source = "{base}"
-
+{components}
 [corpora]
 
 [corpora.train]
@@ -142,18 +142,14 @@ dropout = 0.1
 accumulate_gradient = 1
 patience = {patience}
 max_epochs = {max_epochs}
-max_steps = 0
+max_steps = {max_steps}
 eval_frequency = {eval_frequency}
 frozen_components = []
 annotating_components = []
 before_to_disk = null
 
 [training.batcher]
-@batchers = "spacy.batch_by_words.v1"
-discard_oversize = false
-tolerance = 0.2
-size = 1000
-
+{batcher}
 [training.optimizer]
 @optimizers = "Adam.v1"
 beta1 = 0.9
@@ -161,10 +157,9 @@ beta2 = 0.999
 L2_is_weight_decay = true
 L2 = 0.01
 grad_clip = 1.0
-use_averages = true
+use_averages = {str(use_averages).lower()}
 eps = 0.00000001
-learn_rate = 0.001
-
+{learn_rate}
 [training.score_weights]
 ents_f = 1.0
 ents_p = 0.0
@@ -173,7 +168,17 @@ ents_per_type = null
 
 [initialize]
 vectors = null
-"""
+{initialize}"""
+
+
+def training_config(base: Path, train: Path, dev: Path, seed: int, max_epochs: int, patience: int,
+                    eval_frequency: int) -> str:
+    """The spaCy training config: the base pipeline's NER resumed on the dataset, the best model kept on dev F1."""
+    return _spacy_config(
+        train=train, dev=dev, seed=seed, pipeline='["ner"]', batch_size=256,
+        components=f'[components.ner]\nsource = "{base}"\n', patience=patience, max_epochs=max_epochs, max_steps=0,
+        eval_frequency=eval_frequency, use_averages=True, learn_rate="learn_rate = 0.001\n",
+        batcher='@batchers = "spacy.batch_by_words.v1"\ndiscard_oversize = false\ntolerance = 0.2\nsize = 1000\n')
 
 
 @dataclass(frozen=True)
@@ -226,22 +231,7 @@ def transformer_config(model: PretrainedBert, train: Path, dev: Path, seed: int,
     steps = max_epochs * math.ceil(train_sentences / TRANSFORMER_BATCH)
     shape = "\n".join(f"{key} = {json.dumps(value)}" for key, value in model.shape.items())
     width = model.shape.get("hidden_width", 768)
-    return f"""\
-[paths]
-train = "{train}"
-dev = "{dev}"
-
-[system]
-seed = {seed}
-gpu_allocator = null
-
-[nlp]
-lang = "en"
-pipeline = ["transformer", "ner"]
-batch_size = 64
-
-[components]
-
+    components = f"""\
 [components.transformer]
 factory = "curated_transformer"
 all_layer_outputs = false
@@ -273,63 +263,16 @@ nO = null
 width = {width}
 pooling = {{"@layers":"reduce_mean.v1"}}
 upstream = "transformer"
-
-[corpora]
-
-[corpora.train]
-@readers = "spacy.Corpus.v1"
-path = ${{paths.train}}
-max_length = 0
-
-[corpora.dev]
-@readers = "spacy.Corpus.v1"
-path = ${{paths.dev}}
-max_length = 0
-
-[training]
-seed = ${{system.seed}}
-gpu_allocator = ${{system.gpu_allocator}}
-train_corpus = "corpora.train"
-dev_corpus = "corpora.dev"
-dropout = 0.1
-accumulate_gradient = 1
-patience = 0
-max_epochs = 0
-max_steps = {steps}
-eval_frequency = {eval_frequency}
-frozen_components = []
-annotating_components = []
-before_to_disk = null
-
-[training.batcher]
-@batchers = "spacy.batch_by_sequence.v1"
-size = {TRANSFORMER_BATCH}
-
-[training.optimizer]
-@optimizers = "Adam.v1"
-beta1 = 0.9
-beta2 = 0.999
-L2_is_weight_decay = true
-L2 = 0.01
-grad_clip = 1.0
-use_averages = false
-eps = 0.00000001
+"""
+    schedule = f"""\
 
 [training.optimizer.learn_rate]
 @schedules = "warmup_linear.v1"
 warmup_steps = {max(1, steps // 10)}
 total_steps = {steps}
 initial_rate = {learn_rate}
-
-[training.score_weights]
-ents_f = 1.0
-ents_p = 0.0
-ents_r = 0.0
-ents_per_type = null
-
-[initialize]
-vectors = null
-
+"""
+    initialize = f"""
 [initialize.components]
 
 [initialize.components.transformer]
@@ -344,6 +287,11 @@ path = "{model.folder / 'vocab.txt'}"
 lowercase = {str(model.lowercase).lower()}
 strip_accents = {str(model.strip_accents).lower()}
 """
+    return _spacy_config(
+        train=train, dev=dev, seed=seed, pipeline='["transformer", "ner"]', batch_size=64, components=components,
+        patience=0, max_epochs=0, max_steps=steps, eval_frequency=eval_frequency, use_averages=False,
+        learn_rate=schedule, initialize=initialize,
+        batcher=f'@batchers = "spacy.batch_by_sequence.v1"\nsize = {TRANSFORMER_BATCH}\n')
 
 
 def _scalar_transformer_loss() -> None:

@@ -163,6 +163,38 @@ def test_extraction_from_arrays_per_sentence_finds_what_per_pair_dicts_find(chec
         assert np.allclose([r.probability for r in s], [r.probability for r in p], atol=1e-5)
 
 
+def english_or_skip() -> Any:
+    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+
+    try:
+        return load_spacy()
+    except SpacyModelError as err:
+        pytest.skip(f"no spaCy English model installed: {err}")
+
+
+def write_release(folder: Path, splits: dict[str, list[dict[str, Any]]], labels: Any) -> dict[str, list[dict[str, Any]]]:
+    """Converted splits written as a data folder (``SPLIT.json`` and ``labels.json``); returns them."""
+    folder.mkdir()
+    for split, examples in splits.items():
+        (folder / f"{split}.json").write_text(json.dumps(examples), encoding="utf-8")
+    (folder / "labels.json").write_text(json.dumps(list(labels)), encoding="utf-8")
+    return splits
+
+
+def small_model(data: Path, run: Path, masking: bool) -> Any:
+    """A small paper network trained for one epoch on ``data`` (a converted release), loaded for prediction."""
+    import tacred
+    from tacred.training import fit
+
+    fit(args=["--data.data_dir", str(data), "--data.labels", str(data / "labels.json"), "--trainer.max_epochs", "1",
+              "--trainer.accelerator", "cpu", "--trainer.enable_progress_bar", "false",
+              "--trainer.enable_model_summary", "false", "--data.entity_masking", str(masking).lower(),
+              "--model.network.word_dim", "48", "--model.network.pos_dim", "12", "--model.network.ner_dim", "12",
+              "--model.network.ffn_dim", "40", "--model.network.attention_dim", "32", "--data.batch_size", "32"],
+        run_dir=run, seed=1, resume="never")
+    return tacred.load_model(run / "checkpoints" / "best.ckpt", device="cpu")
+
+
 @pytest.mark.slow
 def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -> None:
     """KBP37's test pairs (its first 500 test sentences, converted here with spaCy: the whole release takes minutes)
@@ -171,30 +203,14 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -
     if not (KBP37 / "test.txt").is_file():
         pytest.skip(f"KBP37 is not found at {KBP37}")
     from tacred.data.kbp37 import KBP37_LABELS, convert_records, read_kbp37
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
-    from tacred.training import fit
 
-    try:
-        nlp = load_spacy()
-    except SpacyModelError as err:
-        pytest.skip(f"no spaCy English model installed: {err}")
+    nlp = english_or_skip()
     data = tmp_path / "kbp37"
-    data.mkdir()
     splits = {"train": ("train.txt", 600), "dev": ("dev.txt", 100), "test": ("test.txt", 500)}
-    converted = {}
-    for split, (name, count) in splits.items():
-        converted[split] = convert_records(read_kbp37(KBP37 / name)[:count], split, nlp)
-        (data / f"{split}.json").write_text(json.dumps(converted[split]), encoding="utf-8")
-    (data / "labels.json").write_text(json.dumps(list(KBP37_LABELS)), encoding="utf-8")
+    converted = write_release(data, {split: convert_records(read_kbp37(KBP37 / name)[:count], split, nlp)
+                                     for split, (name, count) in splits.items()}, KBP37_LABELS)
     # entity masking on (the KBP37 recipe has it off): the pairs' changed rows are exercised on real sentences too
-    fit(args=["--data.data_dir", str(data), "--data.labels", str(data / "labels.json"), "--trainer.max_epochs", "1", "--trainer.accelerator", "cpu",
-              "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-              "--model.network.word_dim", "48", "--model.network.pos_dim", "12", "--model.network.ner_dim", "12",
-              "--model.network.ffn_dim", "40", "--model.network.attention_dim", "32", "--data.batch_size", "32"],
-        run_dir=tmp_path / "run", seed=1, resume="never")
-    import tacred
-
-    predictor = tacred.load_model(tmp_path / "run" / "checkpoints" / "best.ckpt", device="cpu")
+    predictor = small_model(data, tmp_path / "run", masking=True)
     examples = converted["test"]
     plain, shared = _probabilities_both_ways(predictor, examples)
     assert_same_decisions(plain, shared)
@@ -218,30 +234,14 @@ def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path)
     if not (CONLL04 / "conll04_test.json").is_file():
         pytest.skip(f"CoNLL04 is not found at {CONLL04}")
     from tacred.data.conll04 import CONLL04_LABELS, SPLITS, convert_sentences, read_conll04
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
     from tacred.models.pair_scoring import PairScorer
-    from tacred.training import fit
 
-    try:
-        nlp = load_spacy()
-    except SpacyModelError as err:
-        pytest.skip(f"no spaCy English model installed: {err}")
+    nlp = english_or_skip()
     data = tmp_path / "conll04"
-    data.mkdir()
-    converted = {}
-    for split, count in (("train", 300), ("dev", 50), ("test", None)):
-        converted[split] = convert_sentences(read_conll04(CONLL04 / SPLITS[split])[:count], split, nlp)
-        (data / f"{split}.json").write_text(json.dumps(converted[split]), encoding="utf-8")
-    (data / "labels.json").write_text(json.dumps(list(CONLL04_LABELS)), encoding="utf-8")
-    fit(args=["--data.data_dir", str(data), "--data.labels", str(data / "labels.json"), "--trainer.max_epochs", "1",
-              "--trainer.accelerator", "cpu", "--trainer.enable_progress_bar", "false",
-              "--trainer.enable_model_summary", "false", "--data.entity_masking", "false",
-              "--model.network.word_dim", "48", "--model.network.pos_dim", "12", "--model.network.ner_dim", "12",
-              "--model.network.ffn_dim", "40", "--model.network.attention_dim", "32", "--data.batch_size", "32"],
-        run_dir=tmp_path / "run", seed=1, resume="never")
-    import tacred
-
-    predictor = tacred.load_model(tmp_path / "run" / "checkpoints" / "best.ckpt", device="cpu")
+    converted = write_release(data, {split: convert_sentences(read_conll04(CONLL04 / SPLITS[split])[:count], split, nlp)
+                                     for split, count in (("train", 300), ("dev", 50), ("test", None))},
+                              CONLL04_LABELS)
+    predictor = small_model(data, tmp_path / "run", masking=False)
     tables = []
     with pytest.MonkeyPatch.context() as m:
         real = PairScorer._attend_tables
