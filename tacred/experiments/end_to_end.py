@@ -324,7 +324,12 @@ def measure(spec: Spec) -> dict[str, Any]:
 
 
 def _pm(row: dict[str, Any], key: str) -> str:
-    return f"{row[f'{key}_mean']:.2f} ± {row[f'{key}_std']:.2f}" if f"{key}_mean" in row else "–"
+    """Mean ± sample std over the row's seeds; one seed's value alone (a spread needs two)."""
+    if f"{key}_mean" not in row:
+        return "–"
+    if len(row[key]) < 2:
+        return f"{row[f'{key}_mean']:.2f}"
+    return f"{row[f'{key}_mean']:.2f} ± {row[f'{key}_std']:.2f}"
 
 
 def _target_cell(model: Model, row: dict[str, Any]) -> str:
