@@ -8,9 +8,10 @@ relative scores split into the sentence's (S, H, T, T) terms and terms gathered 
 (:meth:`PairScorer._attend_tables`), plus, for the rows entity masking rewrote, one row and one column of
 corrections each, so only the attention weights times v run per pair. After the softmax the block has no
 residual around the attention and batch norm and RReLU are affine, so the output projection, the first norm and the
-first feed-forward layer fold into one F × D matrix, and the second norm into the second feed-forward layer. The rest (the position-aware attention,
-the classifier) runs per pair as in :class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py``
-holds the result to the plain forward pass.
+first feed-forward layer fold into one F × D matrix, and the second norm into the second feed-forward layer. The
+rest (the position-aware attention, the classifier) runs per pair as in
+:class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py`` holds the result to the plain
+forward pass.
 """
 
 from __future__ import annotations
