@@ -129,9 +129,13 @@ def test_a_finished_ddp_command_leaves_no_process_group_for_the_exit(ddp_run: Pa
     launch reported as failed); the command destroys its process group itself."""
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
-    ran = run_in_process("test", "--ckpt_path", str(ddp_run / "checkpoints" / BEST), "--trainer.strategy", "ddp",
-                         "--trainer.devices", "1", "--trainer.accelerator", "cpu", "--run_dir", str(tmp_path / "out"))
-    assert "MEMBER: 1/1" in ran.stderr  # the command did join a process group
+    destroyed = []
+    real = torch.distributed.destroy_process_group
+    monkeypatch.setattr(torch.distributed, "destroy_process_group",
+                        lambda *a, **k: destroyed.append(torch.distributed.get_world_size()) or real(*a, **k))
+    run_in_process("test", "--ckpt_path", str(ddp_run / "checkpoints" / BEST), "--trainer.strategy", "ddp",
+                   "--trainer.devices", "1", "--trainer.accelerator", "cpu", "--run_dir", str(tmp_path / "out"))
+    assert destroyed == [1]  # the command joined a process group (of one) and destroyed it
     assert not torch.distributed.is_initialized()
     assert (tmp_path / "out" / "test_predictions.jsonl").exists()
 
