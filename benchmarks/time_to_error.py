@@ -36,14 +36,18 @@ def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
         (work / name / "train.json").write_text(text, encoding="utf-8")
         (work / name / "dev.json").write_text(json.dumps(records[:10]), encoding="utf-8")
     demo = [str(repo / "configs" / "demo.yaml"), "--data.data_dir", str(work / "data"), "--run_dir", str(work / "run")]
-    # a run folder as `tacred fit` leaves it: its config.yaml names the data (the checkpoint is not read before the
-    # error, so a placeholder file stands for it)
-    run = work / "run_folder"
-    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run / "checkpoints" / "last.ckpt").write_bytes(b"PK\x03\x04 not read before the data are checked")
+    # a run folder as `tacred fit` leaves it (a real checkpoint, trained here for one epoch: reading it first would
+    # show in the time), its config.yaml pointed at data with a bad test example
+    import shutil
+
     import yaml
 
-    config = yaml.safe_load((repo / "configs" / "demo.yaml").read_text(encoding="utf-8"))
+    from tacred.analysis.inspection import train_demo_model
+
+    trained = train_demo_model(work / "trained", epochs=1, n_train=40, n_dev=10, n_test=10, word_dim=24).parents[1]
+    run = work / "run_folder"
+    shutil.copytree(trained, run, dirs_exist_ok=True)
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
     config["data"]["data_dir"] = str(work / "bad_span")
     (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (work / "bad_span" / "test.json").write_text(broken["bad_span"], encoding="utf-8")
