@@ -127,23 +127,24 @@ class PairScorer(nn.Module):
             if pa is not None:
                 weights.append(pa.hidden.weight * s2)  # (A, D)
                 biases.append(pa.hidden.weight @ outer_bias + pa.hidden.bias)
-            if not self.reads_input:  # the head-by-head path takes q scaled by 1/√Dh from the projection itself
+            if not self.reads_input:  # the table path takes q scaled by 1/√Dh from the projection itself
                 weights[0], biases[0] = weights[0] / math.sqrt(attention.head_dim), biases[0] / math.sqrt(
                     attention.head_dim)
             self.register_buffer("bank_weight", torch.cat(weights), persistent=False)  # (N, D)
             self.register_buffer("bank_bias", torch.cat(biases), persistent=False)  # (N,)
             self.register_buffer("input_scale", s2.clone(), persistent=False)  # x·s2 joins the bank's columns
-            table = net.embed.object_position.weight if net.embed.object_position is not None else None
-            self.register_buffer("object_table", table.clone() if table is not None else torch.zeros(1, d),
-                                 persistent=False)  # (17, D)
-            self.register_buffer("object_bank", torch.cat([self.object_table @ self.bank_weight.T,
-                                                           self.object_table * s2], dim=-1),
+            # the object rows (17, D): a network without the object-position input reads zero rows
+            embed = net.embed
+            table = (embed.object_position.weight.clone() if embed.object_position is not None
+                     else torch.zeros(2 * embed.max_bin + 1, d))
+            self.register_buffer("object_table", table, persistent=False)
+            object_maps = table @ self.bank_weight.T  # (17, N): q, k, v, W^r..., [W_h]
+            self.register_buffer("object_bank", torch.cat([object_maps, table * s2], dim=-1),
                                  persistent=False)  # (17, N + D)
             # the table path (:meth:`_attend_tables`) reads the bank's columns as q, k, v, each W^r, then W_h·diag(s2);
             # the object rows' share of each is fixed, as is the part of each that a word's embedding reaches
-            dh, heads, rows = attention.head_dim, attention.num_heads, self.object_table.shape[0]
+            dh, heads, rows = attention.head_dim, attention.num_heads, table.shape[0]
             r = len(self.relative)
-            object_maps = self.object_table @ self.bank_weight.T  # (17, N): q, k, v, W^r..., [W_h]
             self.register_buffer("object_values", object_maps[:, 2 * d:3 * d].clone(), persistent=False)  # (17, D)
             self.register_buffer("object_heads", torch.stack([object_maps[:, c * d:(c + 1) * d].reshape(
                 rows, heads, dh).transpose(0, 1) for c in (0, 1, *range(3, 3 + r))]),
@@ -152,7 +153,7 @@ class PairScorer(nn.Module):
             # what a row adds to the outer feed-forward's output (its columns: norm2's states, then u's W_h part):
             # x·s2 plus the outer bias, W_h·diag(s2) x plus its biases and the object's position features
             object_hidden = object_maps[:, (3 + r) * d:]
-            if pa is not None and table is not None:  # (the table path needs the object-position rows)
+            if pa is not None:
                 p = net.positions.weight.shape[1]
                 object_hidden = object_hidden + net.positions.weight @ pa.features.weight[:, p:].T
             self.register_buffer("object_tail", torch.cat([self.object_table * s2, object_hidden], dim=-1),
@@ -197,7 +198,7 @@ class PairScorer(nn.Module):
         if net.cfg.position_encoding == "sinusoidal":
             x_sent = x_sent + sinusoidal_encoding(n, d, x_sent.device)[None]
         bins = embed.bins(pairs.obj_positions)  # (P, T)
-        if not self.reads_input and embed.object_position is not None:
+        if not self.reads_input:
             sentence_words = pairs.words[sent]  # (P, T)
             masked = None
             rows = (pairs.pair_words != sentence_words).nonzero(as_tuple=True)  # the rows entity masking rewrote
@@ -213,11 +214,8 @@ class PairScorer(nn.Module):
         # (embedding_bag over the sentences' rows and the 17 object rows), token-major (P, T, N + D)
         width = bank.shape[-1]
         own = (sent[:, None] * n + torch.arange(n, device=sent.device)).reshape(-1)  # (P·T,)
-        if embed.object_position is not None:
-            index = torch.stack([own, bins.reshape(-1) + bank.shape[0] * n], dim=1)  # (P·T, 2)
-            rows_all = F.embedding_bag(index, torch.cat([bank.reshape(-1, width), self.object_bank]), mode="sum")
-        else:
-            rows_all = bank.reshape(-1, width).index_select(0, own)
+        index = torch.stack([own, bins.reshape(-1) + bank.shape[0] * n], dim=1)  # (P·T, 2)
+        rows_all = F.embedding_bag(index, torch.cat([bank.reshape(-1, width), self.object_bank]), mode="sum")
         rows_all = rows_all.view(p, n, width)
         sentence_words = pairs.words[sent]  # (P, T)
         changed = pairs.pair_words != sentence_words  # (P, T): the rows entity masking rewrote
@@ -231,12 +229,10 @@ class PairScorer(nn.Module):
             rows_all.index_put_(rows, moved, accumulate=True)
         heads = rows_all[..., :split].view(p, n, g, h, dh).permute(0, 2, 3, 1, 4)  # (P, G, H, T, Dh), a view
         rest = rows_all[..., split:]  # (P, T, [A +] D): W_h x·s2 and x·s2
-        x = None
-        if self.reads_input:
-            x = x_sent.index_select(0, sent) + (self.object_table[bins] if embed.object_position is not None else 0)
-            if delta is not None:
-                x = x.index_put(rows, F.pad(delta, (0, d - delta.shape[1])), accumulate=True)
-        attended = self._attend(x, heads, pad) if self.reads_input else self._attend_per_head(heads, pad)  # (P, T, D)
+        x = x_sent.index_select(0, sent) + self.object_table[bins]  # (P, T, D): the block input the hooks read
+        if delta is not None:
+            x = x.index_put(rows, F.pad(delta, (0, d - delta.shape[1])), accumulate=True)
+        attended = self._attend(x, heads, pad)  # (P, T, D)
         # the columns of _after_attention: x·s2 + bias (PAD_STATE at padding), then W_h's part
         tail = (rest[..., -d:] + self.outer_bias).masked_fill_(pad[..., None], PAD_STATE)
         if rest.shape[-1] > d:
@@ -291,10 +287,11 @@ class PairScorer(nn.Module):
         x_flat = x_sent.reshape(-1, d)
         wd = self.word_bank.shape[1]
         # (S·T, N): q, k, v, W^r..., [W_h]; the words' share kept apart, for the rows entity masking rewrites
-        words = word_vectors @ self.word_bank.T
+        words = None
         if self.net.cfg.position_encoding == "sinusoidal":  # the input is more than the embeddings
             maps = torch.addmm(self.bank_bias, x_flat, self.bank_weight.T)
         else:
+            words = word_vectors @ self.word_bank.T
             maps = (words + self.bank_bias).addmm_(x_flat[:, wd:], self.bank_weight[:, wd:].T)
         q_s, k_s, *r_s = (maps[:, c * d:(c + 1) * d].reshape(s, n, h, dh).transpose(1, 2)
                           for c in (0, 1, *range(3, 3 + r)))  # (S, H, T, Dh)
@@ -325,9 +322,10 @@ class PairScorer(nn.Module):
         if masked is not None:
             pm, tm, written = masked
             at = sent[pm] * n + tm  # each rewritten row in the sentences' rows
+            replaced = words[at] if words is not None else word_vectors[at] @ self.word_bank.T
             # δ·W from the few mask words' projections less the replaced words' (already in ``words``)
             mask_words, which = torch.unique(written, return_inverse=True)
-            moved = (self.net.embed.words(mask_words) @ self.word_bank.T)[which] - words[at]  # (M, N)
+            moved = (self.net.embed.words(mask_words) @ self.word_bank.T)[which] - replaced  # (M, N)
             delta = self.net.embed.words(written) - word_vectors[at]  # (M, Dw)
             rows.index_put_((pm, tm), moved[:, 2 * d:3 * d], accumulate=True)
             tail.view(p, n, -1).index_put_((pm, tm), torch.cat([F.pad(delta * self.input_scale[:wd], (0, d - wd)),
@@ -384,26 +382,7 @@ class PairScorer(nn.Module):
         return [((pm, tm), along.transpose(1, 2)), ((pm[:, None], steps[None, :], tm[:, None]), down.transpose(1, 2)),
                 ((pairs, positions[:, :, None], positions[:, None, :]), meet)]
 
-    def _attend_per_head(self, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        """The paper's attention (relative-position scores with their own query, or none; no other hook), head by
-        head on the strided views of ``heads`` (P, G, H, T, Dh), so no head is copied out: → (P, T, D)."""
-        p, _, h, n, dh = heads.shape
-        distances = (torch.arange(n, device=heads.device)[None, :] - torch.arange(n, device=heads.device)[:, None]
-                     + n - 1).expand(p, n, n)  # (P, T, T): the column of distance j - i
-        keys = pad[:, None, :]  # (P, 1, T)
-        out = []
-        for i in range(h):
-            q, k, v = heads[:, 0, i], heads[:, 1, i], heads[:, 2, i]  # (P, T, Dh) each
-            logits = torch.bmm(q, k.transpose(1, 2))  # (P, T, T); q came scaled by 1/√Dh
-            for j, bias in enumerate(self.relative):
-                m = bias.m[i, clipped_distances(n, bias.max_distance, heads.device)]  # (2T-1, Dh)
-                r = heads[:, 3 + j, i].reshape(p * n, dh)  # (P·T, Dh), a view
-                logits += (r @ (m.T * (1.0 / math.sqrt(bias.head_dim)))).view(p, n, -1).gather(-1, distances)
-            weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)  # (P, T, T)
-            out.append(torch.bmm(weights, v))  # (P, T, Dh)
-        return torch.cat(out, dim=-1)  # (P, T, D)
-
-    def _attend(self, x: torch.Tensor | None, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    def _attend(self, x: torch.Tensor, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """The attention core of :class:`MultiHeadSelfAttention` with q, k, v (and W^r x) given as ``heads``
         (P, G, H, T, Dh); ``x`` (P, T, D), the block input, for hooks that read it: → (P, T, D)."""
         att = self.attention
@@ -499,10 +478,10 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
             + classifier
     bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
     feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
-    if net.embed.object_position is not None and not _reads_input(layer.attention):
+    if not _reads_input(layer.attention):
         # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence, weights·v per pair;
         # a rewritten row's projections, and its row and column of the logits
-        rows = net.embed.object_position.num_embeddings
+        rows = 2 * net.embed.max_bin + 1  # the object rows
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
         rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
         return 2.0 * t * d * bank + sentence, 2 * t * t * d + feed_forward + classifier + rewritten
