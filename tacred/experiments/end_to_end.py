@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tacred.data.ner_training import ENCODERS
 from tacred.errors import TacredError
 from tacred.experiments.ablation import RESULT_FILE, run_dir
 from tacred.experiments.ensemble import mean_std
@@ -62,8 +61,6 @@ class Model:
     variant: str
     seeds: int
     target: dict[str, float] = field(default_factory=dict)
-    ner_encoder: str = "cnn"  # `tacred ner train --encoder`: the NER this row's extraction uses
-    ner_epochs: int | None = None  # None: the spec's ner_epochs
 
 
 @dataclass(frozen=True)
@@ -147,16 +144,12 @@ def load_spec(path: str | Path) -> Spec:
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
-        encoder = entry.get("ner_encoder", "cnn")
-        if encoder not in ENCODERS:
-            raise EndToEndError(f"{at}: ner_encoder must be one of {', '.join(ENCODERS)}, got {encoder!r}")
-        unknown = set(entry) - {"key", "name", "inputs", "variant", "seeds", "target", "ner_encoder", "ner_epochs"}
+        unknown = set(entry) - {"key", "name", "inputs", "variant", "seeds", "target"}
         if unknown:
             raise EndToEndError(f"{at}: unknown keys {sorted(unknown)}")
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
                             _need(entry, "variant", at), _need(entry, "seeds", at, int),
-                            {key: float(value) for key, value in target.items()}, encoder,
-                            _need(entry, "ner_epochs", at, int) if "ner_epochs" in entry else None))
+                            {key: float(value) for key, value in target.items()}))
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
     published = []
@@ -242,8 +235,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     ner = run / NER_FOLDER
     if not (ner / NER_DONE).exists():
         _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
-               "--encoder", model.ner_encoder, "--max_epochs", str(model.ner_epochs or spec.ner_epochs)],
-              run / "ner.log")
+               "--max_epochs", str(spec.ner_epochs)], run / "ner.log")
     from tacred.data.conll04 import read_conll04, spacy_entities
     from tacred.data.spacy_pipeline import load_spacy
     from tacred.evaluation.end_to_end import gold_documents, score_entities
