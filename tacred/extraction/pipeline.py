@@ -41,8 +41,8 @@ class ExtractorSettings:
 def keep_freed_memory() -> bool:
     """Have glibc's malloc keep the memory a batch frees for the next batch (True where it is glibc's). By default
     an allocation above 32 MiB gets fresh pages from the kernel and returns them when freed, so every batch of the
-    relation model paid the kernel to zero its largest buffers again (a third of the model's time at 400 pairs
-    of 40 tokens); the process's peak memory is unchanged, but it stays at its peak."""
+    relation model paid the kernel to zero its largest buffers again; the process's peak memory is unchanged, but it
+    stays at its peak."""
     import ctypes
     import ctypes.util
 
