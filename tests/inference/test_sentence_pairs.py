@@ -163,15 +163,6 @@ def test_extraction_from_arrays_per_sentence_finds_what_per_pair_dicts_find(chec
         assert np.allclose([r.probability for r in s], [r.probability for r in p], atol=1e-5)
 
 
-def english_or_skip() -> Any:
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
-
-    try:
-        return load_spacy()
-    except SpacyModelError as err:
-        pytest.skip(f"no spaCy English model installed: {err}")
-
-
 def write_release(folder: Path, splits: dict[str, list[dict[str, Any]]], labels: Any) -> dict[str, list[dict[str, Any]]]:
     """Converted splits written as a data folder (``SPLIT.json`` and ``labels.json``); returns them."""
     folder.mkdir()
@@ -196,7 +187,7 @@ def small_model(data: Path, run: Path, masking: bool) -> Any:
 
 
 @pytest.mark.slow
-def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -> None:
+def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path, nlp) -> None:
     """KBP37's test pairs (its first 500 test sentences, converted here with spaCy: the whole release takes minutes)
     under a small network trained for one epoch on 600 of its training sentences, with entity masking; then
     extraction from 150 of the raw test sentences, whose every unordered entity pair is asked in both orders."""
@@ -204,7 +195,6 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -
         pytest.skip(f"KBP37 is not found at {KBP37}")
     from tacred.data.kbp37 import KBP37_LABELS, convert_records, read_kbp37
 
-    nlp = english_or_skip()
     data = tmp_path / "kbp37"
     splits = {"train": ("train.txt", 600), "dev": ("dev.txt", 100), "test": ("test.txt", 500)}
     converted = write_release(data, {split: convert_records(read_kbp37(KBP37 / name)[:count], split, nlp)
@@ -227,7 +217,7 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path) -> None:
+def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path, nlp) -> None:
     """CoNLL04's test pairs, every ordered entity pair of its 288 test sentences, under a small network trained for
     one epoch on 300 of its training sentences without entity masks (the CoNLL04 recipe): every pair's attention
     logits come from its sentence's terms and the object-position tables (PairScorer's table path)."""
@@ -236,7 +226,6 @@ def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path)
     from tacred.data.conll04 import CONLL04_LABELS, SPLITS, convert_sentences, read_conll04
     from tacred.models.pair_scoring import PairScorer
 
-    nlp = english_or_skip()
     data = tmp_path / "conll04"
     converted = write_release(data, {split: convert_sentences(read_conll04(CONLL04 / SPLITS[split])[:count], split, nlp)
                                      for split, count in (("train", 300), ("dev", 50), ("test", None))},
