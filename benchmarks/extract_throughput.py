@@ -137,7 +137,7 @@ class ModelClock:
     def __init__(self, predictor: Any) -> None:
         self.seconds = 0.0
         self.calls: list[tuple[str, Any]] = []  # (method, the shapes that decide the FLOPs)
-        backend = predictor.backend
+        backend = self.backend = predictor.backend
         self.net = getattr(getattr(backend, "module", None), "net", None)
         for name in ("probabilities", "pair_probabilities"):
             method = getattr(backend, name, None)
@@ -155,8 +155,13 @@ class ModelClock:
             if name == "pair_probabilities":
                 sentence = arrays["sentence"]
                 masked = (arrays["pair_words"] != arrays["words"][sentence]).sum(axis=1)
+                # the words past the pair scorer's word table are projected by a product
+                scorer = getattr(getattr(self.backend, "module", None), "__dict__", {}).get("_pair_scorer")
+                table = getattr(scorer, "word_rows", 0) if getattr(scorer, "row_table", None) is not None else 0
+                computed = ((arrays["words"] >= table) & ~arrays["pad_mask"]).sum(axis=1)
                 self.calls.append((name, (lengths, np.bincount(sentence, minlength=len(lengths)),
-                                          np.bincount(sentence, weights=masked, minlength=len(lengths)))))
+                                          np.bincount(sentence, weights=masked, minlength=len(lengths)),
+                                          computed)))
             else:
                 self.calls.append((name, lengths))
             return out
@@ -176,9 +181,9 @@ class ModelClock:
                 labels = self.net.head[-1].out_features
                 total += sum(transformer_flops(config, int(t), labels) for t in shapes)
             elif isinstance(self.net, RelationNetwork) and name == "pair_probabilities":
-                for t, pairs, masked in zip(*shapes, strict=True):
+                for t, pairs, masked, computed in zip(*shapes, strict=True):
                     if pairs:
-                        shared, per_pair = pair_flops(self.net, int(t), True, masked / pairs)
+                        shared, per_pair = pair_flops(self.net, int(t), True, masked / pairs, computed / max(t, 1))
                         total += shared + pairs * per_pair
             elif isinstance(self.net, RelationNetwork):
                 total += sum(pair_flops(self.net, int(t), False)[1] for t in shapes)
@@ -346,7 +351,8 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
         "other processes share the cores).",
         "model columns (one worker): the relation network's own CPU time in the backend per sentence, the FLOPs of its "
         "matrix products at the sentences' real lengths (tacred.models.pair_scoring.pair_flops: with pair scoring "
-        "the sentence's projections once plus each pair's attention, feed-forward and position-aware layer; before "
+        "the sentence's attention terms once (its projections are table rows, a product only for words past the "
+        "word table) plus each pair's attention, feed-forward and position-aware layer; before "
         "it, the whole network per pair; the transformer: every layer per marked input), and that time over the "
         "time those FLOPs take at the matrix-product rate measured in the same worker (fp32, one thread, per "
         "CPU-second: "

@@ -6,12 +6,14 @@ that input, so the sentence's q, k, v and relative-query projections are compute
 row (and the projections of its changed rows). A pair's attention logits need no q or k of its own: q·kᵀ and the
 relative scores split into the sentence's (S, H, T, T) terms and terms gathered from 17-row tables
 (:meth:`PairScorer._attend_tables`), plus, for the rows entity masking rewrote, one row and one column of
-corrections each, so only the attention weights times v run per pair. After the softmax the block has no
-residual around the attention and batch norm and RReLU are affine, so the output projection, the first norm and the
-first feed-forward layer fold into one F × D matrix, and the second norm into the second feed-forward layer. The
-rest (the position-aware attention, the classifier) runs per pair as in
-:class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py`` holds the result to the plain
-forward pass.
+corrections each (each distinct rewritten row of a sentence computed once), so only the attention weights times v
+run per pair. After the softmax the block has no residual around the attention and batch norm and RReLU are
+affine, so the output projection, the first norm and the first feed-forward layer fold into one F × D matrix, whose
+share of each head is applied to v before the attention (the weights sum to 1), and the second norm folds into the
+second feed-forward layer. Being linear, a sentence's rows are sums of precomputed rows of its words (the most
+frequent ones; a product for the rest), tags and biases. The rest (the position-aware attention, the classifier)
+runs per pair as in :class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py`` holds
+the result to the plain forward pass.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from tacred.models.norm import MaskedBatchNorm
 # the states' value at padding rows: the max-pool over tokens never picks it, and times the exactly-0 attention
 # weight of padding it adds nothing (finite, unlike -inf, whose product with 0 is NaN)
 PAD_STATE = -1e30
+# the most frequent words' rows of the pair scorer's bank (vocabularies are ordered by frequency) are looked up, not
+# computed, up to this size: 64 MiB, about 8,000 words for the 300-d network
+WORD_TABLE_BYTES = 64 * 2 ** 20
 
 
 @dataclass
@@ -127,59 +132,134 @@ class PairScorer(nn.Module):
             if pa is not None:
                 weights.append(pa.hidden.weight * s2)  # (A, D)
                 biases.append(pa.hidden.weight @ outer_bias + pa.hidden.bias)
-            if not self.reads_input:  # the table path takes q scaled by 1/√Dh from the projection itself
-                weights[0], biases[0] = weights[0] / math.sqrt(attention.head_dim), biases[0] / math.sqrt(
-                    attention.head_dim)
-            self.register_buffer("bank_weight", torch.cat(weights), persistent=False)  # (N, D)
-            self.register_buffer("bank_bias", torch.cat(biases), persistent=False)  # (N,)
-            self.register_buffer("input_scale", s2.clone(), persistent=False)  # x·s2 joins the bank's columns
-            # the object rows (17, D): a network without the object-position input reads zero rows
+            # output projection → norm1 → inner feed-forward: one (F, D) map of the attention's heads
+            inner, out = layer.ffn.inner, attention.output
+            self.register_buffer("fold_weight", (inner.weight * s1) @ out.weight, persistent=False)  # (F, D)
+            self.register_buffer("fold_bias", inner.weight @ (out.bias * s1 + c1) + inner.bias, persistent=False)
             embed = net.embed
+            # the object rows (17, D): a network without the object-position input reads zero rows
             table = (embed.object_position.weight.clone() if embed.object_position is not None
                      else torch.zeros(2 * embed.max_bin + 1, d))
             self.register_buffer("object_table", table, persistent=False)
-            object_maps = table @ self.bank_weight.T  # (17, N): q, k, v, W^r..., [W_h]
-            self.register_buffer("object_bank", torch.cat([object_maps, table * s2], dim=-1),
-                                 persistent=False)  # (17, N + D)
-            # the table path (:meth:`_attend_tables`) reads the bank's columns as q, k, v, each W^r, then W_h·diag(s2);
-            # the object rows' share of each is fixed, as is the part of each that a word's embedding reaches
-            dh, heads, rows = attention.head_dim, attention.num_heads, table.shape[0]
-            r = len(self.relative)
-            self.register_buffer("object_values", object_maps[:, 2 * d:3 * d].clone(), persistent=False)  # (17, D)
-            self.register_buffer("object_heads", torch.stack([object_maps[:, c * d:(c + 1) * d].reshape(
-                rows, heads, dh).transpose(0, 1) for c in (0, 1, *range(3, 3 + r))]),
-                persistent=False)  # (2 + R, H, 17, Dh): q_o, k_o, W^r x_o
-            self.register_buffer("word_bank", self.bank_weight[:, :net.cfg.word_dim].contiguous(), persistent=False)
-            # what a row adds to the outer feed-forward's output (its columns: norm2's states, then u's W_h part):
-            # x·s2 plus the outer bias, W_h·diag(s2) x plus its biases and the object's position features
-            object_hidden = object_maps[:, (3 + r) * d:]
-            if pa is not None:
+            object_features = None
+            if pa is not None:  # the position features through their projection: one (17, A) table per argument
                 p = net.positions.weight.shape[1]
-                object_hidden = object_hidden + net.positions.weight @ pa.features.weight[:, p:].T
-            self.register_buffer("object_tail", torch.cat([self.object_table * s2, object_hidden], dim=-1),
-                                 persistent=False)  # (17, D [+ A])
-            # q_o·k_oᵀ per head (H, 17, 17), q already scaled by 1/√Dh
-            self.register_buffer("object_object", self.object_heads[0] @ self.object_heads[1].transpose(-1, -2),
-                                 persistent=False)
-            # output projection → norm1 → inner feed-forward: one (F, D) map of the attention's heads
-            inner = layer.ffn.inner
-            out = attention.output
-            self.register_buffer("fold_weight", (inner.weight * s1) @ out.weight, persistent=False)  # (F, D)
-            self.register_buffer("fold_bias", inner.weight @ (out.bias * s1 + c1) + inner.bias, persistent=False)
+                object_features = net.positions.weight @ pa.features.weight[:, p:].T
+                self.register_buffer("subject_features", net.positions.weight @ pa.features.weight[:, :p].T
+                                     + pa.features.bias, persistent=False)
+                self.register_buffer("object_features", object_features, persistent=False)
+            if self.reads_input:
+                self.register_buffer("bank_weight", torch.cat(weights), persistent=False)  # (N, D)
+                self.register_buffer("bank_bias", torch.cat(biases), persistent=False)  # (N,)
+                self.register_buffer("input_scale", s2.clone(), persistent=False)  # x·s2 joins the bank's columns
+                self.register_buffer("object_bank", torch.cat([table @ self.bank_weight.T, table * s2], dim=-1),
+                                     persistent=False)  # (17, N + D): q, k, v, W^r..., [W_h], x·s2
+            else:
+                self._build_tables(weights, biases, s2, outer_bias, object_features)
             # outer feed-forward → norm2 (states, less x·s2), and through it the position-aware hidden projection
             post = [outer_weight] + ([pa.hidden.weight @ outer_weight] if pa is not None else [])
             self.register_buffer("post_weight", torch.cat(post), persistent=False)  # (D [+ A], F)
             self.register_buffer("outer_bias", outer_bias, persistent=False)
-            if pa is not None:  # the position features through their projection: one (17, A) table per argument
-                p = net.positions.weight.shape[1]
-                self.register_buffer("subject_features", net.positions.weight @ pa.features.weight[:, :p].T
-                                     + pa.features.bias, persistent=False)
-                self.register_buffer("object_features", net.positions.weight @ pa.features.weight[:, p:].T,
-                                     persistent=False)
         activation = layer.ffn.activation
         # RReLU at inference is a leaky ReLU with the mean of its slope range (torch.rrelu, training=False)
         self.negative_slope = ((activation.lower + activation.upper) / 2 if isinstance(activation, nn.RReLU)
                                else 0.0)
+
+    def _build_tables(self, weights: list[torch.Tensor], biases: list[torch.Tensor], s2: torch.Tensor,
+                      outer_bias: torch.Tensor, object_features: torch.Tensor | None) -> None:
+        """The tables of :meth:`_attend_tables`: the row bank, whose columns are each row's q (scaled by 1/√Dh), k,
+        each W^r x, then what a pair's row has of its own: the values, x·s2 and W_h·diag(s2) x (``self.columns``);
+        what the 17 object rows (and the subject's position features) add to each; and the
+        bank's rows of the most frequent words (up to :data:`WORD_TABLE_BYTES`), of every POS and NER tag and of the
+        biases, so that a sentence's rows are sums of table rows (:meth:`_sentence_rows`)."""
+        net, attention, d = self.net, self.attention, self.net.embed.dim
+        dh, heads, maps = attention.head_dim, attention.num_heads, 3 + len(self.relative)
+        # each head's values already through its share of the folded map (F columns a head: the attention weights,
+        # which sum to 1, then give the inner feed-forward's input, less its bias, with no (T, D) → F product per pair)
+        shares = self.fold_weight.view(-1, heads, dh).transpose(0, 1)  # (H, F, Dh)
+        values = ((shares @ weights[2].view(heads, dh, d)).reshape(-1, d), (shares @ biases[2].view(heads, dh, 1))
+                  .reshape(-1))
+        weight = torch.cat([weights[0] / math.sqrt(dh), weights[1], *weights[3:maps], values[0], torch.diag(s2),
+                            *weights[maps:]])  # (N, D)
+        bias = torch.cat([biases[0] / math.sqrt(dh), biases[1], *biases[3:maps], values[1], outer_bias,
+                          *biases[maps:]])
+        self.register_buffer("row_weight", weight, persistent=False)
+        self.register_buffer("row_bias", bias, persistent=False)
+        own, width = (maps - 1) * d, values[0].shape[0]  # where a pair's own columns start; the values' width
+        self.columns = {"q": slice(0, d), "k": slice(d, 2 * d),
+                        "r": [slice((2 + i) * d, (3 + i) * d) for i in range(len(self.relative))],
+                        "logits": slice(0, own), "own": slice(own, None), "values": width,
+                        "states": slice(own + width, own + width + d)}
+        object_rows = self.object_table @ weight.T  # (17, N): the object rows' share of each column
+        rows = object_rows.shape[0]
+        self.register_buffer("object_heads", torch.stack([object_rows[:, c].reshape(rows, heads, dh).transpose(0, 1)
+                                                          for c in (self.columns["q"], self.columns["k"],
+                                                                    *self.columns["r"])]),
+                             persistent=False)  # (2 + R, H, 17, Dh): q_o, k_o, W^r x_o
+        # q_o·k_oᵀ per head (H, 17, 17)
+        self.register_buffer("object_object", self.object_heads[0] @ self.object_heads[1].transpose(-1, -2),
+                             persistent=False)
+        # what an object row and a subject row add to a pair's own columns (the values, x·s2, W_h's): the object row's
+        # share of the bank, and each argument's position features
+        object_own = object_rows[:, self.columns["own"]].clone()
+        subject_own = torch.zeros_like(object_own)
+        if object_features is not None:
+            object_own[:, width + d:] += object_features
+            subject_own[:, width + d:] = self.subject_features
+        self.register_buffer("argument_rows", torch.cat([object_own, subject_own]), persistent=False)
+        # the rows of the bank that sentences sum, the sinusoidal encoding aside (it is added to the input)
+        self.word_rows = 0
+        if net.cfg.position_encoding == "sinusoidal":
+            self.register_buffer("row_table", None, persistent=False)
+            return
+        embed, wd = net.embed, net.cfg.word_dim
+        self.word_rows = min(embed.words.num_embeddings, WORD_TABLE_BYTES // (4 * weight.shape[0]))
+        parts = [embed.words(torch.arange(self.word_rows)) @ weight[:, :wd].T]
+        start = wd
+        for emb in (embed.pos, embed.ner):
+            if emb is not None:
+                parts.append(emb.weight @ weight[:, start:start + emb.embedding_dim].T)
+                start += emb.embedding_dim
+        self.register_buffer("row_table", torch.cat([*parts, torch.zeros(1, len(bias)), bias[None]]),
+                             persistent=False)  # words, POS tags, NER tags, a zero row, the biases
+
+    def _word_rows(self, ids: torch.Tensor) -> torch.Tensor:
+        """The bank's columns of the words ``ids`` (M,): their share of each, from the table or, for a word past it,
+        a product → (M, N)."""
+        wd, k = self.net.cfg.word_dim, self.word_rows
+        if k == 0:
+            return self.net.embed.words(ids) @ self.row_weight[:, :wd].T
+        out = self.row_table[ids.clamp(max=k - 1)]
+        rare = (ids >= k).nonzero().squeeze(1)
+        if rare.numel():
+            out[rare] = self.net.embed.words(ids[rare]) @ self.row_weight[:, :wd].T
+        return out
+
+    def _sentence_rows(self, pairs: SentencePairs) -> torch.Tensor:
+        """Every sentence row's bank columns (S·T, N), padding's states at :data:`PAD_STATE`: a sum of table rows
+        (its word, POS tag, NER tag and the biases) and, for a word past the table, its product."""
+        embed, d = self.net.embed, self.net.embed.dim
+        s, n = pairs.words.shape
+        if self.row_table is None:  # the sinusoidal encoding: the input is more than the embeddings
+            parts = [embed.words(pairs.words)] + [emb(ids) for emb, ids in ((embed.pos, pairs.pos),
+                                                                             (embed.ner, pairs.ner)) if emb is not None]
+            x = torch.cat(parts, dim=-1) + sinusoidal_encoding(n, d, pairs.words.device)[None]
+            rows = torch.addmm(self.row_bias, x.reshape(-1, d), self.row_weight.T)
+        else:
+            ids, k = pairs.words.reshape(-1), self.word_rows
+            zero = self.row_table.shape[0] - 2
+            columns, offset = [torch.where(ids < k, ids, zero)], k
+            for emb, tags in ((embed.pos, pairs.pos), (embed.ner, pairs.ner)):
+                if emb is not None:
+                    columns.append(tags.reshape(-1) + offset)
+                    offset += emb.num_embeddings
+            columns.append(torch.full_like(ids, zero + 1))  # the biases
+            rows = F.embedding_bag(torch.stack(columns, dim=1), self.row_table, mode="sum")
+            rare = (ids >= k).nonzero().squeeze(1)
+            if rare.numel():
+                rows.index_add_(0, rare, self._word_rows(ids[rare]))
+        rows[:, self.columns["states"]].masked_fill_(pairs.pad_mask.reshape(-1, 1), PAD_STATE)
+        return rows
 
     def forward(self, pairs: SentencePairs) -> torch.Tensor:
         net, embed, att = self.net, self.net.embed, self.attention
@@ -187,6 +267,16 @@ class PairScorer(nn.Module):
         pad = pairs.pad_mask[sent]  # (P, T)
         p, n = pairs.pair_words.shape
         d, h, dh, g = embed.dim, att.num_heads, att.head_dim, self.num_heads_maps
+        bins = embed.bins(pairs.obj_positions)  # (P, T)
+        subject_bins = embed.bins(pairs.subj_positions)
+        if not self.reads_input:
+            sentence_words = pairs.words[sent]  # (P, T)
+            masked = None
+            rows = (pairs.pair_words != sentence_words).nonzero(as_tuple=True)  # the rows entity masking rewrote
+            if rows[0].numel():
+                masked = (*rows, pairs.pair_words[rows])
+            inner, tail = self._attend_tables(pairs, bins, subject_bins, pad, masked)
+            return self._after_attention(inner, tail, pad)
         # the sentences' inputs, each once; a pair's input differs from its sentence's by the object-position row
         # and by the words that entity masking changed
         parts = [embed.words(pairs.words)]
@@ -197,16 +287,6 @@ class PairScorer(nn.Module):
         x_sent = torch.cat(parts, dim=-1)  # (S, T, D)
         if net.cfg.position_encoding == "sinusoidal":
             x_sent = x_sent + sinusoidal_encoding(n, d, x_sent.device)[None]
-        bins = embed.bins(pairs.obj_positions)  # (P, T)
-        if not self.reads_input:
-            sentence_words = pairs.words[sent]  # (P, T)
-            masked = None
-            rows = (pairs.pair_words != sentence_words).nonzero(as_tuple=True)  # the rows entity masking rewrote
-            if rows[0].numel():
-                masked = (*rows, pairs.pair_words[rows])
-            attended, tail = self._attend_tables(x_sent, sent, bins, pad, pairs.pad_mask,
-                                                 parts[0].reshape(-1, parts[0].shape[-1]), masked)
-            return self._after_attention(attended, tail, pad, pairs.subj_positions)
         bank = torch.cat([torch.addmm(self.bank_bias, x_sent.reshape(-1, d), self.bank_weight.T).view(-1, n, len(
             self.bank_bias)), x_sent * self.input_scale], dim=-1)  # (S, T, N + D): once per sentence
         split = g * d
@@ -236,19 +316,19 @@ class PairScorer(nn.Module):
         # the columns of _after_attention: x·s2 + bias (PAD_STATE at padding), then W_h's part
         tail = (rest[..., -d:] + self.outer_bias).masked_fill_(pad[..., None], PAD_STATE)
         if rest.shape[-1] > d:
-            tail = torch.cat([tail, rest[..., :-d] + self.object_features[bins]], dim=-1)
-        return self._after_attention(attended, tail, pad, pairs.subj_positions)
+            tail = torch.cat([tail, rest[..., :-d] + self.object_features[bins] + self.subject_features[subject_bins]],
+                             dim=-1)
+        inner = torch.addmm(self.fold_bias, attended.reshape(-1, d), self.fold_weight.T).view(p, n, -1)
+        return self._after_attention(inner, tail, pad)
 
-    def _after_attention(self, attended: torch.Tensor, tail: torch.Tensor, pad: torch.Tensor,
-                         subj_positions: torch.Tensor) -> torch.Tensor:
-        """The attention's heads (P, T, D) through the folded feed-forward, the max-pooled query, the position-aware
-        attention and the classifier; ``tail`` (P, T, D [+ A]): what each row adds to the outer feed-forward's
-        output (x·s2 plus the outer bias; W_h x·s2 with its biases and the object's position features) → logits
-        (P, L)."""
-        net, embed, d = self.net, self.net.embed, self.net.embed.dim
-        p, n, _ = attended.shape
-        act = F.leaky_relu(torch.addmm(self.fold_bias, attended.reshape(p * n, -1), self.fold_weight.T),
-                           self.negative_slope)  # (P·T, F)
+    def _after_attention(self, inner: torch.Tensor, tail: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """The inner feed-forward's input (P, T, F: the attention's heads through the folded map) through its
+        activation and the rest of the feed-forward, the max-pooled query, the position-aware attention and the
+        classifier; ``tail`` (P, T, D [+ A]): what each row adds to the outer feed-forward's output (x·s2 plus the
+        outer bias; W_h x·s2 with its biases and both arguments' position features) → logits (P, L)."""
+        net, d = self.net, self.net.embed.dim
+        p, n, _ = inner.shape
+        act = F.leaky_relu(inner.view(p * n, -1), self.negative_slope)  # (P·T, F)
         # in place: ``tail`` is this batch's own buffer (a separate input would be copied into a new result)
         total = tail.reshape(p * n, -1).addmm_(act, self.post_weight.T).view(p, n, -1)  # (P, T, D [+ A])
         # (P, T, D): PAD_STATE at padding, from the tail, so the max-pool needs no mask; the position-aware
@@ -258,14 +338,12 @@ class PairScorer(nn.Module):
         if net.position_aware is None:
             return net.classifier(query)
         pa = net.position_aware
-        u = (total[..., d:] + pa.query(query)[:, None, :]
-             + self.subject_features[embed.bins(subj_positions)])  # (P, T, A): Zhang et al.'s u_i
+        u = total[..., d:] + pa.query(query)[:, None, :]  # (P, T, A): Zhang et al.'s u_i
         scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
         summary = torch.bmm(torch.softmax(scores, dim=-1)[:, None, :], states).squeeze(1)  # (P, D)
         return net.classifier(summary)  # (P, L)
 
-    def _attend_tables(self, x_sent: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, pad: torch.Tensor,
-                       pad_of_sentences: torch.Tensor, word_vectors: torch.Tensor,
+    def _attend_tables(self, pairs: SentencePairs, bins: torch.Tensor, subject_bins: torch.Tensor, pad: torch.Tensor,
                        masked: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
@@ -273,35 +351,27 @@ class PairScorer(nn.Module):
         b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
         sentence's term + a (17, 2T-1) table's, so a pair's logits are its sentence's (S, H, T, T) plus rows and
         columns gathered from small tables, and only v and the rows after the attention are the pair's own.
-        ``word_vectors`` (S·T, Dw): the sentences' word embeddings. ``masked``: the (pair, token) rows entity
+        ``bins``/``subject_bins`` (P, T): the binned positions. ``masked``: the (pair, token) rows entity
         masking rewrote and the word each now holds (M,); a rewritten row
         adds Δq = δ·W_q to its q (δ: its word embedding's change; and Δk, Δr, Δv), so its pair's logits gain Δq·kᵀ
         along the row,
         q·Δkᵀ down the column and Δq·Δkᵀ where two rewritten rows meet (:meth:`_masked_terms`).
-        → the heads (P, T, D) and each row's tail for :meth:`_after_attention` (P, T, D [+ A])."""
-        att = self.attention
-        s, n, d = x_sent.shape
+        → the inner feed-forward's input (P, T, F) and each row's tail for :meth:`_after_attention`
+        (P, T, D [+ A])."""
+        att, sent, cols = self.attention, pairs.sentence, self.columns
+        s, n = pairs.words.shape
         h, dh, k = att.num_heads, att.head_dim, self.object_table.shape[0]
         p = sent.shape[0]
-        r = len(self.relative)
-        x_flat = x_sent.reshape(-1, d)
-        wd = self.word_bank.shape[1]
-        # (S·T, N): q, k, v, W^r..., [W_h]; the words' share kept apart, for the rows entity masking rewrites
-        words = None
-        if self.net.cfg.position_encoding == "sinusoidal":  # the input is more than the embeddings
-            maps = torch.addmm(self.bank_bias, x_flat, self.bank_weight.T)
-        else:
-            words = word_vectors @ self.word_bank.T
-            maps = (words + self.bank_bias).addmm_(x_flat[:, wd:], self.bank_weight[:, wd:].T)
-        q_s, k_s, *r_s = (maps[:, c * d:(c + 1) * d].reshape(s, n, h, dh).transpose(1, 2)
-                          for c in (0, 1, *range(3, 3 + r)))  # (S, H, T, Dh)
+        maps = self._sentence_rows(pairs)  # (S·T, N): q, k, W^r..., then the values, x·s2, [W_h]
+        q_s, k_s, *r_s = (maps[:, c].reshape(s, n, h, dh).transpose(1, 2)
+                          for c in (cols["q"], cols["k"], *cols["r"]))  # (S, H, T, Dh)
         q_o, k_o, *r_o = self.object_heads.unbind(0)  # (H, 17, Dh); the bias is the sentence's
-        steps = torch.arange(n, device=x_sent.device)
+        steps = torch.arange(n, device=maps.device)
         distances = steps[None, :] - steps[:, None] + n - 1  # (T, T): the column of distance u - t
         sentence = q_s @ k_s.transpose(-1, -2)  # (S, H, T, T)
         object_terms = self.object_object[:, :, :, None].expand(-1, -1, -1, 2 * n - 1)  # (H, 17, 17, 2T-1)
         for bias, r_sent, r_obj in zip(self.relative, r_s, r_o, strict=True):
-            m = bias.m[:, clipped_distances(n, bias.max_distance, x_sent.device)] * (1.0 / math.sqrt(bias.head_dim))
+            m = bias.m[:, clipped_distances(n, bias.max_distance, maps.device)] * (1.0 / math.sqrt(bias.head_dim))
             sentence = sentence + (r_sent @ m.transpose(-1, -2)).gather(-1, distances.expand(s, h, n, n))
             object_terms = object_terms + (r_obj @ m.transpose(-1, -2))[:, :, None, :]  # (H, 17, 1, 2T-1)
         sentence_object = q_s @ k_o.transpose(-1, -2)[None]  # (S, H, T, 17): q_s·k_o
@@ -310,77 +380,84 @@ class PairScorer(nn.Module):
         table_index = ((bins[:, :, None] * k + bins[:, None, :]) * (2 * n - 1) + distances[None]).view(p, -1)
         columns = bins[:, None, :].expand(p, n, n)  # b_u
         rows_of = bins[:, :, None].expand(p, n, n)  # b_t
-        # the rows each pair needs of its own, its sentence's plus its object's (embedding_bag sums the two): v, and
-        # what the row adds after the attention
+        # the columns each pair's row has of its own, in one pass: its sentence row's plus its object's and its
+        # subject's rows (embedding_bag sums them): the values (each head's through its share of the folded map), then
+        # what the row adds after the attention (x·s2, W_h's columns and both position features)
         own = (sent[:, None] * n + steps).reshape(-1)
-        index = torch.stack([own, bins.reshape(-1) + s * n], dim=1)  # (P·T, 2)
-        rows = F.embedding_bag(index, torch.cat([maps[:, 2 * d:3 * d], self.object_values]), mode="sum").view(p, n, d)
-        states = (x_flat * self.input_scale + self.outer_bias).masked_fill_(pad_of_sentences.reshape(-1, 1), PAD_STATE)
-        tail = F.embedding_bag(index, torch.cat([torch.cat([states, maps[:, (3 + r) * d:]], dim=-1), self.object_tail]),
-                               mode="sum")
+        index = torch.stack([own, bins.reshape(-1) + s * n, subject_bins.reshape(-1) + (s * n + k)], dim=1)
+        pair_rows = F.embedding_bag(index, torch.cat([maps[:, cols["own"]], self.argument_rows]), mode="sum")
+        pair_rows = pair_rows.view(p, n, -1)  # (P, T, H·F + D [+ A])
         terms = None
         if masked is not None:
             pm, tm, written = masked
-            at = sent[pm] * n + tm  # each rewritten row in the sentences' rows
-            replaced = words[at] if words is not None else word_vectors[at] @ self.word_bank.T
-            # δ·W from the few mask words' projections less the replaced words' (already in ``words``)
-            mask_words, which = torch.unique(written, return_inverse=True)
-            moved = (self.net.embed.words(mask_words) @ self.word_bank.T)[which] - replaced  # (M, N)
-            delta = self.net.embed.words(written) - word_vectors[at]  # (M, Dw)
-            rows.index_put_((pm, tm), moved[:, 2 * d:3 * d], accumulate=True)
-            tail.view(p, n, -1).index_put_((pm, tm), torch.cat([F.pad(delta * self.input_scale[:wd], (0, d - wd)),
-                                                                 moved[:, (3 + r) * d:]], dim=-1), accumulate=True)
-            terms = self._masked_terms(pm, tm, torch.cat([moved[:, :2 * d], moved[:, 3 * d:(3 + r) * d]], dim=-1),
-                                       sent, bins, q_s, k_s, q_o, k_o)
+            # each distinct rewritten row (a sentence's token and the mask word over it) once: δ·W, the mask word's
+            # rows less the replaced word's
+            words = self.net.embed.words.num_embeddings
+            distinct, which = torch.unique((sent[pm] * n + tm) * words + written, return_inverse=True)
+            first = torch.empty_like(distinct).scatter_(0, which, torch.arange(len(which), device=which.device))
+            moved = self._word_rows(distinct % words) - self._word_rows(pairs.words.view(-1)[distinct // words])
+            pair_rows.index_put_((pm, tm), moved[:, cols["own"]].index_select(0, which), accumulate=True)
+            terms = self._masked_terms(pm, tm, which, moved[:, cols["logits"]], first, sent, bins, q_s, k_s, q_o, k_o)
         keys = pad[:, None, :]
-        out = []
+        f = self.fold_bias.shape[0]
+        inner = self.fold_bias.expand(p, n, f)  # the heads' shares add up to the inner feed-forward's input
+        rows = pair_rows[..., :cols["values"]]
         for i in range(h):
             logits = sentence[:, i].index_select(0, sent)  # (P, T, T)
             logits += sentence_object[:, i].index_select(0, sent).gather(2, columns)
             logits += object_sentence[:, i].index_select(0, sent).gather(1, rows_of)
             logits += object_terms[i].reshape(-1).take(table_index).view(p, n, n)
             if terms is not None:
-                for where, value in terms:
-                    logits.index_put_(where, value[..., i], accumulate=True)
+                logits += terms[i]
             weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)
-            out.append(torch.bmm(weights, rows[..., i * dh:(i + 1) * dh]))  # (P, T, Dh)
-        return torch.cat(out, dim=-1), tail.view(p, n, -1)
+            share = rows[..., i * f:(i + 1) * f]
+            inner = torch.baddbmm(inner, weights, share) if i == 0 else inner.baddbmm_(weights, share)  # (P, T, F)
+        return inner, pair_rows[..., cols["values"]:]
 
-    def _masked_terms(self, pm: torch.Tensor, tm: torch.Tensor, moved: torch.Tensor, sent: torch.Tensor,
-                      bins: torch.Tensor, q_s: torch.Tensor, k_s: torch.Tensor, q_o: torch.Tensor, k_o: torch.Tensor
-                      ) -> list[tuple[tuple[torch.Tensor, ...], torch.Tensor]]:
-        """What the M rewritten rows (pair ``pm``, token ``tm``; ``moved`` (M, (2 + R)·D): δ through W_q, W_k and each
-        W^r) add to their pairs' logits, as (index into a head's (P, T, T) logits, values (…, H)) for ``index_put_``:
-        along each rewritten row Δq·k_baseᵀ + Δr·m (k_base: the pair's k before the rewrite), down each rewritten
-        column q_base·Δkᵀ, and Δq·Δkᵀ where a pair's rewritten rows meet. The sentence's k_s and q_s meet the rows
-        of that sentence in one batched product (each row a slot of its sentence)."""
+    def _masked_terms(self, pm: torch.Tensor, tm: torch.Tensor, which: torch.Tensor, moved: torch.Tensor,
+                      first: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, q_s: torch.Tensor,
+                      k_s: torch.Tensor, q_o: torch.Tensor, k_o: torch.Tensor) -> torch.Tensor:
+        """What the M rewritten rows (pair ``pm``, token ``tm``) add to their pairs' logits, as one (H, P, T, T)
+        tensor: along each rewritten row Δq·k_baseᵀ + Δr·m (k_base: the pair's k before the rewrite), down each
+        rewritten column q_base·Δkᵀ, and Δq·Δkᵀ where a pair's rewritten rows meet. A sentence's token rewritten
+        with the same mask word is the same row in all its pairs: ``which`` (M,) names it among the U distinct ones,
+        ``moved`` (U, (2 + R)·D) holds its δ through W_q, W_k and each W^r, ``first`` (U,) one of its rewritten rows;
+        its terms with the sentence's own rows are computed once."""
         s, h, n, dh = q_s.shape
-        p, m = sent.shape[0], pm.shape[0]
-        dq, dk, *dr = (x.reshape(m, h, dh) for x in moved.split(h * dh, dim=-1))  # (M, H, Dh)
-        sm, b = sent[pm], bins[pm]  # each row's sentence (M,) and its pair's object bins (M, T)
-        slot, most = _slots(sm, s)
-        wide = torch.zeros(2, s, most, h, dh, dtype=dq.dtype, device=dq.device)
-        wide[0, sm, slot], wide[1, sm, slot] = dq, dk
-        wide = wide.transpose(2, 3)  # (2, S, H, J, Dh)
+        p, u = sent.shape[0], moved.shape[0]
+        dq, dk, *dr = (x.reshape(u, h, dh).transpose(0, 1) for x in moved.split(h * dh, dim=-1))  # (H, U, Dh)
+        own_sentence, own_token = sent[pm[first]], tm[first]  # (U,)
         steps = torch.arange(n, device=pm.device)
-        along = (wide[0] @ k_s.transpose(-1, -2))[sm, :, slot]  # (M, H, T): Δq·k_s
-        along += torch.einsum("mhd,hkd->mhk", dq, k_o).gather(2, b[:, None, :].expand(m, h, n))  # Δq·k_o[b_u]
+        # against every sentence's rows in one product each, then each distinct row's own sentence: (H, U, T)
+        pick = own_sentence[None, :, None, None].expand(h, u, 1, n)
+        along = (dq @ k_s.transpose(0, 1).reshape(h, s * n, dh).transpose(1, 2)).view(h, u, s, n).gather(2, pick)
+        down = (dk @ q_s.transpose(0, 1).reshape(h, s * n, dh).transpose(1, 2)).view(h, u, s, n).gather(2, pick)
+        along, down = along.squeeze(2), down.squeeze(2)
+        at = (steps[None, :] - own_token[:, None] + n - 1)[None].expand(h, u, n)  # distance u - t of each column
         for bias, r in zip(self.relative, dr, strict=True):
             table = bias.m[:, clipped_distances(n, bias.max_distance, pm.device)] * (1.0 / math.sqrt(bias.head_dim))
-            at = (steps[None, :] - tm[:, None] + n - 1)[:, None, :].expand(m, h, n)  # distance u - t of each column
-            along += torch.einsum("mhd,hkd->mhk", r, table).gather(2, at)
-        down = (q_s @ wide[1].transpose(-1, -2))[sm, :, :, slot]  # (M, H, T): q_s·Δk
-        down += torch.einsum("hkd,mhd->mhk", q_o, dk).gather(2, b[:, None, :].expand(m, h, n))  # q_o[b_t]·Δk
-        # the pairs' own rewritten rows against each other: slots within each pair
-        pair_slot, per_pair = _slots(pm, p)
-        own = torch.zeros(2, p, per_pair, h, dh, dtype=dq.dtype, device=dq.device)
-        own[0, pm, pair_slot], own[1, pm, pair_slot] = dq, dk
-        positions = torch.zeros(p, per_pair, dtype=torch.long, device=pm.device)  # empty slots: row 0, adding 0
-        positions[pm, pair_slot] = tm
-        meet = torch.einsum("pahd,pbhd->pabh", own[0], own[1])  # (P, K, K, H)
+            along = along + (r @ table.transpose(1, 2)).gather(2, at)  # (H, U, 2T-1) → (H, U, T)
+        # each rewritten row: its distinct row's terms, plus the object rows' of its pair (Δq·k_o[b_u], q_o[b_t]·Δk)
+        b = bins[pm][None].expand(h, -1, -1)  # (H, M, T)
+        along = along[:, which] + (dq @ k_o.transpose(1, 2))[:, which].gather(2, b)  # (H, M, T)
+        down = down[:, which] + (dk @ q_o.transpose(1, 2))[:, which].gather(2, b)
+        terms = torch.zeros(h, p, n, n, dtype=moved.dtype, device=moved.device)
+        by_row = terms.permute(1, 2, 3, 0)  # (P, T, T, H), a view
+        by_row.index_put_((pm, tm), along.permute(1, 2, 0), accumulate=True)
+        by_row.transpose(1, 2).index_put_((pm, tm), down.permute(1, 2, 0), accumulate=True)
+        # the pairs' own rewritten rows against each other: slots within each pair (empty ones: distinct row U, whose
+        # terms are 0, at token 0)
+        meet = F.pad(dq @ dk.transpose(1, 2), (0, 1, 0, 1))  # (H, U + 1, U + 1)
+        slot, per_pair = _slots(pm, p)
+        rows = torch.full((p, per_pair), u, dtype=torch.long, device=pm.device)
+        rows[pm, slot] = which
+        positions = torch.zeros(p, per_pair, dtype=torch.long, device=pm.device)
+        positions[pm, slot] = tm
         pairs = torch.arange(p, device=pm.device)[:, None, None]
-        return [((pm, tm), along.transpose(1, 2)), ((pm[:, None], steps[None, :], tm[:, None]), down.transpose(1, 2)),
-                ((pairs, positions[:, :, None], positions[:, None, :]), meet)]
+        values = meet[:, rows[:, :, None], rows[:, None, :]]  # (H, P, K, K)
+        by_row.index_put_((pairs, positions[:, :, None], positions[:, None, :]), values.permute(1, 2, 3, 0),
+                          accumulate=True)
+        return terms
 
     def _attend(self, x: torch.Tensor, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """The attention core of :class:`MultiHeadSelfAttention` with q, k, v (and W^r x) given as ``heads``
@@ -453,14 +530,16 @@ def pair_logits(net: nn.Module, pairs: SentencePairs, scorer: PairScorer | None 
     return scorer(pairs)
 
 
-def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_rows: float = 0.0
-               ) -> tuple[float, float]:
+def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_rows: float = 0.0,
+               computed_rows: float = 0.0) -> tuple[float, float]:
     """FLOPs (2 per multiply-add) of the matrix products of scoring a sentence of ``length`` tokens: (once per
     sentence, once per pair). ``factored``: :class:`PairScorer` (``masked_rows``: the rows entity masking changes,
     per pair; the attention logits from tables unless a hook reads the block input, then each pair's own q, k and
     W^r x), else the plain forward pass, which does everything per pair. The paper's products are counted (the
     projections, q·kᵀ, the relative scores, weights·v, the feed-forward, the position-aware attention, the
-    classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not."""
+    classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not. On the
+    table path a sentence's projections are sums of word and tag table rows, so only the products of its words past
+    the word table count (``computed_rows``: their share of its tokens)."""
     cfg, t = net.cfg, length
     d, f = net.embed.dim, cfg.ffn_dim
     layer = net.self_attention.layers[0]
@@ -477,13 +556,15 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
         return 0.0, 2.0 * t * d * heads + attention + 2 * t * d * d + 2 * 2 * t * d * f + 2 * t * d * a + features \
             + classifier
     bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
-    feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
     if not _reads_input(layer.attention):
-        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence, weights·v per pair;
-        # a rewritten row's projections, and its row and column of the logits
-        rows = 2 * net.embed.max_bin + 1  # the object rows
+        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence; per pair the
+        # weights times the values already through the folded map, and the outer feed-forward; a rewritten row's
+        # row and column of the logits
+        rows, h = 2 * net.embed.max_bin + 1, layer.attention.num_heads  # the object rows, the heads
+        words = computed_rows * 2 * t * cfg.word_dim * ((2 + separate) * d + h * f + d + a)
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
         rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
-        return 2.0 * t * d * bank + sentence, 2 * t * t * d + feed_forward + classifier + rewritten
+        return words + sentence, 2 * t * t * h * f + 2 * t * f * (d + a) + classifier + rewritten
+    feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
     per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + classifier
     return 2.0 * t * d * bank, per_pair

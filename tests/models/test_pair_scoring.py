@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tacred.models import pair_scoring
 from tacred.models.attention import variants
 from tacred.models.config import NetworkConfig
 from tacred.models.network import RelationNetwork
@@ -100,6 +101,24 @@ def test_factored_pairs_equal_the_plain_forward_pass(options: dict, masked: bool
     assert unfactored_reason(net) is None
     assert_same(net, random_pairs(torch.Generator().manual_seed(1), 48, sentences=10,
                                   mask_ids=(48, 49) if masked else ()))
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
+def test_words_past_the_word_table_are_projected_alike(monkeypatch: pytest.MonkeyPatch, masked: bool) -> None:
+    """A vocabulary larger than the word table (its most frequent words): the rarer words' rows are computed, and
+    entity masks that replace rare words take their rows out alike."""
+    net = eval_network()
+    width = PairScorer(net).row_weight.shape[0]
+    monkeypatch.setattr(pair_scoring, "WORD_TABLE_BYTES", 4 * width * 20)  # words 0-19 in the table, 20-49 past it
+    scorer = PairScorer(net)
+    assert scorer.word_rows == 20
+    pairs = random_pairs(torch.Generator().manual_seed(5), 48, sentences=10, mask_ids=(3, 4) if masked else ())
+    assert bool((pairs.words >= 20).any()) and bool((pairs.words[~pairs.pad_mask] < 20).any())
+    with torch.inference_mode():
+        expected = torch.softmax(net(pairs.pair_batch()).logits, dim=-1)
+        got = torch.softmax(scorer(pairs), dim=-1)
+    assert (got - expected).abs().max().item() < 1e-5
+    assert torch.equal(got.argmax(-1), expected.argmax(-1))
 
 
 @pytest.mark.parametrize("options", [{"num_layers": 2}, {"residual": "double"}, {"norm": "layer"},
