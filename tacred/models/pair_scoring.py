@@ -36,8 +36,10 @@ from tacred.models.norm import MaskedBatchNorm
 # weight of padding it adds nothing (finite, unlike -inf, whose product with 0 is NaN)
 PAD_STATE = -1e30
 # the most frequent words' rows of the pair scorer's bank (vocabularies are ordered by frequency) are looked up, not
-# computed, up to this size: 64 MiB, about 8,000 words for the 300-d network
+# computed, up to this size: 64 MiB, about 8,000 words for the 300-d network; where words have fewer dimensions than
+# WORD_TABLE_DIM, computing a row costs less than reading it, and every row is computed
 WORD_TABLE_BYTES = 64 * 2 ** 20
+WORD_TABLE_DIM = 100
 
 
 @dataclass
@@ -169,9 +171,10 @@ class PairScorer(nn.Module):
                       outer_bias: torch.Tensor, object_features: torch.Tensor | None) -> None:
         """The tables of :meth:`_attend_tables`: the row bank, whose columns are each row's q (scaled by 1/√Dh), k,
         each W^r x, then what a pair's row has of its own: the values, x·s2 and W_h·diag(s2) x (``self.columns``);
-        what the 17 object rows (and the subject's position features) add to each; and the
-        bank's rows of the most frequent words (up to :data:`WORD_TABLE_BYTES`), of every POS and NER tag and of the
-        biases, so that a sentence's rows are sums of table rows (:meth:`_sentence_rows`)."""
+        what the 17 object rows (and the subject's position features) add to each; and, for word vectors of
+        :data:`WORD_TABLE_DIM` or more, the bank's rows of the most frequent words (up to :data:`WORD_TABLE_BYTES`),
+        of every POS and NER tag and of the biases, so that a sentence's rows are sums of table rows
+        (:meth:`_sentence_rows`)."""
         net, attention, d = self.net, self.attention, self.net.embed.dim
         dh, heads, maps = attention.head_dim, attention.num_heads, 3 + len(self.relative)
         # each head's values already through its share of the folded map (F columns a head: the attention weights,
@@ -209,7 +212,7 @@ class PairScorer(nn.Module):
         self.register_buffer("argument_rows", torch.cat([object_own, subject_own]), persistent=False)
         # the rows of the bank that sentences sum, the sinusoidal encoding aside (it is added to the input)
         self.word_rows = 0
-        if net.cfg.position_encoding == "sinusoidal":
+        if net.cfg.position_encoding == "sinusoidal" or net.cfg.word_dim < WORD_TABLE_DIM:
             self.register_buffer("row_table", None, persistent=False)
             return
         embed, wd = net.embed, net.cfg.word_dim
@@ -240,10 +243,12 @@ class PairScorer(nn.Module):
         (its word, POS tag, NER tag and the biases) and, for a word past the table, its product."""
         embed, d = self.net.embed, self.net.embed.dim
         s, n = pairs.words.shape
-        if self.row_table is None:  # the sinusoidal encoding: the input is more than the embeddings
+        if self.row_table is None:  # small word vectors, or the sinusoidal encoding (the input is more than the embeddings)
             parts = [embed.words(pairs.words)] + [emb(ids) for emb, ids in ((embed.pos, pairs.pos),
                                                                              (embed.ner, pairs.ner)) if emb is not None]
-            x = torch.cat(parts, dim=-1) + sinusoidal_encoding(n, d, pairs.words.device)[None]
+            x = torch.cat(parts, dim=-1)
+            if self.net.cfg.position_encoding == "sinusoidal":
+                x = x + sinusoidal_encoding(n, d, pairs.words.device)[None]
             rows = torch.addmm(self.row_bias, x.reshape(-1, d), self.row_weight.T)
         else:
             ids, k = pairs.words.reshape(-1), self.word_rows
@@ -538,8 +543,9 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
     W^r x), else the plain forward pass, which does everything per pair. The paper's products are counted (the
     projections, q·kᵀ, the relative scores, weights·v, the feed-forward, the position-aware attention, the
     classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not. On the
-    table path a sentence's projections are sums of word and tag table rows, so only the products of its words past
-    the word table count (``computed_rows``: their share of its tokens)."""
+    table path with word vectors of :data:`WORD_TABLE_DIM` or more a sentence's projections are sums of word and tag
+    table rows, so only the products of its words past the word table count (``computed_rows``: their share of its
+    tokens); with smaller word vectors (or the sinusoidal encoding) every row is a product."""
     cfg, t = net.cfg, length
     d, f = net.embed.dim, cfg.ffn_dim
     layer = net.self_attention.layers[0]
@@ -561,7 +567,9 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
         # weights times the values already through the folded map, and the outer feed-forward; a rewritten row's
         # row and column of the logits
         rows, h = 2 * net.embed.max_bin + 1, layer.attention.num_heads  # the object rows, the heads
-        words = computed_rows * 2 * t * cfg.word_dim * ((2 + separate) * d + h * f + d + a)
+        width = (2 + separate) * d + h * f + d + a  # the bank's columns
+        tables = cfg.word_dim >= WORD_TABLE_DIM and cfg.position_encoding != "sinusoidal"
+        words = computed_rows * 2 * t * cfg.word_dim * width if tables else 2.0 * t * d * width
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
         rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
         return words + sentence, 2 * t * t * h * f + 2 * t * f * (d + a) + classifier + rewritten

@@ -94,17 +94,35 @@ CONFIGS = [
 ]
 
 
+@pytest.fixture
+def word_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The small test networks take their sentences' rows from word tables, as 300-d networks do."""
+    monkeypatch.setattr(pair_scoring, "WORD_TABLE_DIM", 1)
+
+
 @pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "paper")
 @pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
-def test_factored_pairs_equal_the_plain_forward_pass(options: dict, masked: bool) -> None:
+def test_factored_pairs_equal_the_plain_forward_pass(word_tables: None, options: dict, masked: bool) -> None:
     net = eval_network(**options)
     assert unfactored_reason(net) is None
     assert_same(net, random_pairs(torch.Generator().manual_seed(1), 48, sentences=10,
                                   mask_ids=(48, 49) if masked else ()))
 
 
+@pytest.mark.parametrize("options", [{}, {"object_position_input": False}, {"position_aware": False}],
+                         ids=["paper", "object_position_input=False", "position_aware=False"])
 @pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
-def test_words_past_the_word_table_are_projected_alike(monkeypatch: pytest.MonkeyPatch, masked: bool) -> None:
+def test_small_word_vectors_compute_every_row_alike(options: dict, masked: bool) -> None:
+    """Below WORD_TABLE_DIM dimensions (the 50-d GloVe layout) the sentences' rows are products, not table rows."""
+    net = eval_network(**options)
+    assert net.cfg.word_dim < pair_scoring.WORD_TABLE_DIM and PairScorer(net).row_table is None
+    assert_same(net, random_pairs(torch.Generator().manual_seed(6), 48, sentences=10,
+                                  mask_ids=(48, 49) if masked else ()))
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
+def test_words_past_the_word_table_are_projected_alike(word_tables: None, monkeypatch: pytest.MonkeyPatch,
+                                                       masked: bool) -> None:
     """A vocabulary larger than the word table (its most frequent words): the rarer words' rows are computed, and
     entity masks that replace rare words take their rows out alike."""
     net = eval_network()
