@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the entities come from: auto (default: the trained NER saved with the model, RUN/ner, "
                         "when there is one, else the spaCy pipeline's own), stock (the spaCy pipeline's own), or the "
                         "folder of a NER trained by `tacred ner train`")
+    p.add_argument("--one_sentence", action="store_true",
+                   help="each document is one sentence (text already split, e.g. a sentence a line with --lines): "
+                        "no sentence splitting")
     p.add_argument("--batch_size", type=int, default=50, help="pairs per forward pass (default 50)")
     p.add_argument("--max_tokens", type=int, default=MAX_TOKENS,
                    help=f"longer sentences are skipped (default {MAX_TOKENS})")
@@ -118,7 +121,8 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
     engine = {"engine": "ray"} if args.engine == "ray" else {}
     return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
             "ckpt_path": os.path.abspath(args.ckpt_path) if os.path.exists(args.ckpt_path) else args.ckpt_path,
-            **{k: getattr(args, k) for k in keys}, **engine}
+            **{k: getattr(args, k) for k in keys}, **engine,
+            **({"one_sentence": True} if args.one_sentence else {})}  # folders from before the option resume
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -137,7 +141,8 @@ def _extract(args: argparse.Namespace) -> int:
     settings = ExtractorSettings(
         ckpt_path=args.ckpt_path, device=args.device, threshold=args.threshold, spacy_model=args.spacy_model,
         batch_size=args.batch_size, max_tokens=args.max_tokens, max_pairs=args.max_pairs,
-        signatures=not args.no_signatures, num_threads=args.num_threads, max_chars=args.max_chars, ner=args.ner)
+        signatures=not args.no_signatures, num_threads=args.num_threads, max_chars=args.max_chars, ner=args.ner,
+        one_sentence=args.one_sentence)
     with tacred_log_lines():
         try:
             sink = StdoutSink() if args.output is None else ShardSink(args.output, args.format, manifest(args))

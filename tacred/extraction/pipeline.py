@@ -36,6 +36,7 @@ class ExtractorSettings:
     num_threads: int | None = None
     max_chars: int = MAX_CHARACTERS
     ner: str | None = "auto"  # the entity source: auto (the run's trained NER, else spaCy's), stock, or a folder
+    one_sentence: bool = False  # each document one sentence (text already split): no sentence splitting
 
 
 def keep_freed_memory() -> bool:
@@ -73,7 +74,7 @@ class DocumentExtractor:
         self.predictor = load_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
                                     spacy_model=settings.spacy_model, batch_size=settings.batch_size,
                                     max_tokens=settings.max_tokens, ner=settings.ner)
-        self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars)
+        self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars, settings.one_sentence)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings}

@@ -47,27 +47,46 @@ log = logging.getLogger(__name__)
 PairsBySentence = dict[tuple[int, int], tuple[dict[str, list[str]], list[tuple[int, Candidate, Candidate]]]]
 
 
+ONE_SENTENCE = "tacred_one_sentence"  # the spaCy component that makes each text one sentence
+
+
+def _one_sentence(doc: Doc) -> Doc:
+    """Each text one sentence: its first token starts it, no other token starts one (a parser after it keeps that)."""
+    for token in doc:
+        token.is_sent_start = token.i == 0
+    return doc
+
+
 @dataclass(frozen=True)
 class _TextSteps:
     """What the raw-text pipeline adds to a freshly loaded spaCy pipeline (hashable: part of the loader's cache key):
-    the trained NER of the folder ``ner`` in place of spaCy's own, and the sentencizer where no parser splits
-    sentences."""
+    the trained NER of the folder ``ner`` in place of spaCy's own, and the sentence boundaries: each text one
+    sentence (``one_sentence``: text already split), else the sentencizer where no parser splits sentences."""
 
     ner: str | None  # the entity source: a trained NER folder, or spaCy's own (None)
+    one_sentence: bool = False
 
     def __call__(self, nlp: Language) -> Language:
+        from spacy.language import Language
+
         if self.ner is not None:
             from tacred.data.ner_training import with_trained_ner
 
             nlp = with_trained_ner(nlp, self.ner)
-        if "parser" not in nlp.pipe_names:
+        if self.one_sentence:
+            if ONE_SENTENCE not in Language.factories:
+                Language.component(ONE_SENTENCE, func=_one_sentence)
+            nlp.add_pipe(ONE_SENTENCE, first=True)
+        elif "parser" not in nlp.pipe_names:
             nlp.add_pipe("sentencizer", first=True)
         return nlp
 
 
-def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int) -> Language:
+def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int,
+                  one_sentence: bool = False) -> Language:
     """The spaCy pipeline that relations in plain text need and no more (``m.extract``, ``tacred extract``, the
-    server's ``/extract``): sentence boundaries (the rule-based sentencizer unless nominal pairs need the parser),
+    server's ``/extract``): sentence boundaries (the rule-based sentencizer unless nominal pairs need the parser;
+    ``one_sentence``: none, each text is one sentence),
     entities (spaCy's own, or the trained NER of ``predictor.ner`` in its place), and the tagger when the model reads
     POS tags; texts up to ``max_chars`` characters. Loaded once per process and kind by
     :func:`tacred.data.spacy_pipeline.load_spacy` (a worker process loads its own)."""
@@ -79,7 +98,7 @@ def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int)
         exclude += ["parser", "attribute_ruler"]
         if predictor.encoder.kind != "words":  # the transformer reads no POS tags
             exclude += ["tagger", "tok2vec"]
-    nlp = load_spacy(spacy_model or None, exclude, _TextSteps(getattr(predictor, "ner", None)))
+    nlp = load_spacy(spacy_model or None, exclude, _TextSteps(getattr(predictor, "ner", None), one_sentence))
     nlp.max_length = max(nlp.max_length, max_chars + 1)
     return nlp
 

@@ -108,6 +108,35 @@ def test_a_rerun_after_a_crash_finishes_with_the_uninterrupted_output(checkpoint
     assert "31 document(s)" not in again.stderr and "30 document(s)" in again.stderr  # 30 read, 1 skipped
 
 
+def test_one_sentence_takes_each_document_as_one_sentence_and_pairs_across_its_full_stops(checkpoint, tmp_path, nlp):
+    """Text already split (a sentence a line): --one_sentence splits no document, so entities on either side of a
+    full stop inside it pair up; without it the sentencizer splits and they do not."""
+    lines = corpus_lines(checkpoint, 6)
+    source = tmp_path / "joined.txt"
+    source.write_text("\n".join(f"{a} {b}" for a, b in zip(lines[::2], lines[1::2], strict=True)) + "\n",
+                      encoding="utf-8")
+    runs = {}
+    for flag in ((), ("--one_sentence",)):
+        out = tmp_path / ("one" if flag else "split")
+        run_in_process("extract", str(source), "--lines", "--ckpt_path", str(checkpoint), "--output", str(out),
+                       "--threshold", "-50", "--no_signatures", *flag)
+        runs[bool(flag)] = (json.loads((out / "summary.json").read_text(encoding="utf-8")), list(read_mentions(out)))
+    (split, split_mentions), (whole, whole_mentions) = runs[False], runs[True]
+    assert split["sentences"] == 6 and whole["sentences"] == 3
+    assert whole["pairs"] > split["pairs"]
+    texts = source.read_text(encoding="utf-8").splitlines()
+    assert all(m["sentence"] == 0 and m["sentence_text"] == texts[int(m["doc_id"].rsplit(":", 1)[1]) - 1]
+               for m in whole_mentions)
+    key = ("doc_id", "subject", "object")
+    assert {tuple(str(m[k]) for k in key) for m in split_mentions} < {tuple(str(m[k]) for k in key)
+                                                                      for m in whole_mentions}
+    # the option decides the output: a folder written without it is not resumed with it
+    again = run_in_process("extract", str(source), "--lines", "--ckpt_path", str(checkpoint), "--output",
+                           str(tmp_path / "split"), "--threshold", "-50", "--no_signatures", "--one_sentence",
+                           check=False)
+    assert again.status != 0 and "one_sentence" in again.stderr
+
+
 @pytest.mark.slow
 def test_sigkill_at_a_random_point_then_the_same_command_gives_the_uninterrupted_output(checkpoint, tmp_path, nlp):
     source = tmp_path / "news.txt"
