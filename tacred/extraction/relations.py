@@ -180,11 +180,14 @@ def relations_in_docs(predictor: Predictor, docs: Iterable[Doc], names: Sequence
 
 
 def extract_relations(predictor: Predictor, texts: list[str], max_pairs: int = MAX_PAIRS,
-                      names: Sequence[str] | None = None, signatures: bool = True) -> list[list[Relation]]:
+                      names: Sequence[str] | None = None, signatures: bool = True,
+                      one_sentence: bool = False) -> list[list[Relation]]:
     """For each text, the relations found in it (see the module docstring), by sentence and subject.
-    ``names``: how warnings name each text (default ``text N``, counted from 0)."""
+    ``names``: how warnings name each text (default ``text N``, counted from 0); ``one_sentence``: each text is one
+    sentence."""
     if max_pairs < 1:
         raise InputError(f"max_pairs must be at least 1, got {max_pairs}")
     names = names or [f"text {n}" for n in range(len(texts))]
-    found = relations_in_docs(predictor, predictor.text_nlp.pipe(texts), names, max_pairs, signatures)
+    nlp = predictor.text_pipeline(one_sentence)
+    found = relations_in_docs(predictor, nlp.pipe(texts), names, max_pairs, signatures)
     return [text.relations for text in found]

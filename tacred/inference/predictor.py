@@ -102,6 +102,14 @@ class Predictor:
     def text_nlp(self) -> Language:
         """The trimmed spaCy pipeline that :meth:`extract` runs (:func:`tacred.extraction.relations.text_pipeline`:
         the sentencizer instead of the parser where the model pairs no nominals), loaded on first use."""
+        return self.text_pipeline()
+
+    def text_pipeline(self, one_sentence: bool = False) -> Language:
+        """:attr:`text_nlp`, or with ``one_sentence`` the same pipeline making each text one sentence."""
+        if one_sentence:
+            from tacred.extraction.relations import text_pipeline
+
+            return text_pipeline(self, self.spacy_model, MAX_CHARACTERS, one_sentence=True)  # the loader caches it
         if self._text_nlp is None:
             from tacred.extraction.relations import text_pipeline
 
@@ -122,33 +130,35 @@ class Predictor:
             raise InputError("infer takes one input; use predict for a list")
         return pred.relation, pred.probability
 
-    def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS,
-                signatures: bool = True) -> list[Relation] | list[list[Relation]] | Iterator[list[Relation]]:
+    def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS, signatures: bool = True,
+                one_sentence: bool = False) -> list[Relation] | list[list[Relation]] | Iterator[list[Relation]]:
         """Relations in plain text: spaCy finds the entities (and nominals), every candidate subject/object pair is
         predicted, and the pairs decided as a relation come back with character offsets
         (:mod:`tacred.extraction.relations`). One text gives a list; a list (or tuple) of texts, a list per text; any
         other iterable (a generator, an open file), a generator of one list per text, read lazily.
-        ``signatures``: drop pairs and relations that the model's relation signatures rule out."""
+        ``signatures``: drop pairs and relations that the model's relation signatures rule out. ``one_sentence``:
+        each text is one sentence (text already split): no sentence splitting, pairs across its full stops."""
         from tacred.extraction.relations import extract_relations
 
         if isinstance(text, str):
-            return extract_relations(self, [text], max_pairs, signatures=signatures)[0]
+            return extract_relations(self, [text], max_pairs, signatures=signatures, one_sentence=one_sentence)[0]
         if isinstance(text, Sequence):
             texts = list(text)
             _check_texts(texts, 0)
-            return extract_relations(self, texts, max_pairs, signatures=signatures)
+            return extract_relations(self, texts, max_pairs, signatures=signatures, one_sentence=one_sentence)
         if not isinstance(text, Iterable):
             raise InputError(f"extract takes a string or an iterable of strings, found {type(text).__name__}")
-        return self._extract_lazily(iter(text), max_pairs, signatures)
+        return self._extract_lazily(iter(text), max_pairs, signatures, one_sentence)
 
-    def _extract_lazily(self, texts: Iterator[str], max_pairs: int, signatures: bool) -> Iterator[list[Relation]]:
+    def _extract_lazily(self, texts: Iterator[str], max_pairs: int, signatures: bool,
+                        one_sentence: bool) -> Iterator[list[Relation]]:
         from tacred.extraction.relations import extract_relations
 
         done = 0
         while batch := list(islice(texts, EXTRACT_BATCH)):
             _check_texts(batch, done)
             yield from extract_relations(self, batch, max_pairs, [f"text {done + i}" for i in range(len(batch))],
-                                         signatures)
+                                         signatures, one_sentence)
             done += len(batch)
 
     def probabilities(self, examples: Sequence[Mapping[str, Any]]) -> np.ndarray:

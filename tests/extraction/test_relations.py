@@ -34,6 +34,23 @@ def test_every_typed_pair_is_a_candidate_with_its_offsets(model, nlp):
         assert r.relation != "no_relation" and 0 < r.probability <= 1
 
 
+def test_one_sentence_pairs_entities_across_the_full_stops_of_a_text(model, nlp):
+    """Text already split into sentences: each text is one, so its entities pair across full stops."""
+    model.threshold = -50.0
+    try:
+        split = model.extract(TEXT, signatures=False)
+        whole = model.extract([TEXT], signatures=False, one_sentence=True)[0]
+        lazily = next(model.extract(iter([TEXT]), signatures=False, one_sentence=True))
+    finally:
+        model.threshold = None
+    assert {r.sentence for r in split} == {0, 1} and {r.sentence for r in whole} == {0}
+    pairs = {(r.subject.text, r.object.text) for r in whole}
+    assert any({"Maria Lopez", "John Smith"} == {s, o} for s, o in pairs)  # across the full stop
+    assert {(r.subject.text, r.object.text) for r in split} < pairs
+    assert [(r.subject.text, r.object.text, r.relation) for r in lazily] == [
+        (r.subject.text, r.object.text, r.relation) for r in whole]
+
+
 def test_no_relation_decided_means_nothing_returned_and_lists_give_lists(model, nlp):
     model.threshold = 50.0
     try:
