@@ -141,7 +141,7 @@ class PairScorer(nn.Module):
             embed = net.embed
             # the object rows (17, D): a network without the object-position input reads zero rows
             table = (embed.object_position.weight.clone() if embed.object_position is not None
-                     else torch.zeros(2 * embed.max_bin + 1, d))
+                     else torch.zeros(2 * embed.max_bin + 1, d, device=embed.words.weight.device))
             self.register_buffer("object_table", table, persistent=False)
             object_features = None
             if pa is not None:  # the position features through their projection: one (17, A) table per argument
@@ -210,20 +210,21 @@ class PairScorer(nn.Module):
             object_own[:, width + d:] += object_features
             subject_own[:, width + d:] = self.subject_features
         self.register_buffer("argument_rows", torch.cat([object_own, subject_own]), persistent=False)
-        # the rows of the bank that sentences sum, the sinusoidal encoding aside (it is added to the input)
+        # the rows of the bank that sentences sum: not for small word vectors (a row's product costs less than
+        # reading it) nor under the sinusoidal encoding (it is added to the input)
         self.word_rows = 0
         if net.cfg.position_encoding == "sinusoidal" or net.cfg.word_dim < WORD_TABLE_DIM:
             self.register_buffer("row_table", None, persistent=False)
             return
         embed, wd = net.embed, net.cfg.word_dim
         self.word_rows = min(embed.words.num_embeddings, WORD_TABLE_BYTES // (4 * weight.shape[0]))
-        parts = [embed.words(torch.arange(self.word_rows)) @ weight[:, :wd].T]
+        parts = [embed.words(torch.arange(self.word_rows, device=weight.device)) @ weight[:, :wd].T]
         start = wd
         for emb in (embed.pos, embed.ner):
             if emb is not None:
                 parts.append(emb.weight @ weight[:, start:start + emb.embedding_dim].T)
                 start += emb.embedding_dim
-        self.register_buffer("row_table", torch.cat([*parts, torch.zeros(1, len(bias)), bias[None]]),
+        self.register_buffer("row_table", torch.cat([*parts, torch.zeros_like(bias)[None], bias[None]]),
                              persistent=False)  # words, POS tags, NER tags, a zero row, the biases
 
     def _word_rows(self, ids: torch.Tensor) -> torch.Tensor:
