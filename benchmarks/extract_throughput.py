@@ -159,8 +159,7 @@ class ModelClock:
                 masked = (arrays["pair_words"] != arrays["words"][sentence]).sum(axis=1)
                 # the words past the pair scorer's word table are projected by a product
                 scorer = getattr(getattr(self.backend, "module", None), "__dict__", {}).get("_pair_scorer")
-                table = getattr(scorer, "word_rows", 0) if getattr(scorer, "row_table", None) is not None else 0
-                computed = ((arrays["words"] >= table) & ~arrays["pad_mask"]).sum(axis=1)
+                computed = ((arrays["words"] >= getattr(scorer, "word_rows", 0)) & ~arrays["pad_mask"]).sum(axis=1)
                 self.calls.append((name, (lengths, np.bincount(sentence, minlength=len(lengths)),
                                           np.bincount(sentence, weights=masked, minlength=len(lengths)),
                                           computed)))

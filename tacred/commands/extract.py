@@ -111,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     return _extract(args)
 
 
+# switches added after output folders existed: recorded only when set, so a folder written before them resumes
+LATER_FLAGS = ("one_sentence",)
+
+
 def manifest(args: argparse.Namespace) -> dict[str, object]:
     """What decides an output folder's contents: a rerun resumes only with the same values."""
     import os
@@ -122,7 +126,7 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
     return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
             "ckpt_path": os.path.abspath(args.ckpt_path) if os.path.exists(args.ckpt_path) else args.ckpt_path,
             **{k: getattr(args, k) for k in keys}, **engine,
-            **({"one_sentence": True} if args.one_sentence else {})}  # folders from before the option resume
+            **{k: True for k in LATER_FLAGS if getattr(args, k)}}
 
 
 def _extract(args: argparse.Namespace) -> int:

@@ -72,7 +72,6 @@ class Predictor:
         self.batch_size = batch_size
         self.max_tokens = check_max_tokens(max_tokens)
         self._nlp: Language | None = None
-        self._text_nlp: Language | None = None
 
     @property
     def encodes_sentences(self) -> bool:
@@ -105,16 +104,11 @@ class Predictor:
         return self.text_pipeline()
 
     def text_pipeline(self, one_sentence: bool = False) -> Language:
-        """:attr:`text_nlp`, or with ``one_sentence`` the same pipeline making each text one sentence."""
-        if one_sentence:
-            from tacred.extraction.relations import text_pipeline
+        """:attr:`text_nlp`, or with ``one_sentence`` the same pipeline making each text one sentence (each kind
+        loaded once per process: the spaCy loader's cache)."""
+        from tacred.extraction.relations import text_pipeline
 
-            return text_pipeline(self, self.spacy_model, MAX_CHARACTERS, one_sentence=True)  # the loader caches it
-        if self._text_nlp is None:
-            from tacred.extraction.relations import text_pipeline
-
-            self._text_nlp = text_pipeline(self, self.spacy_model, MAX_CHARACTERS)
-        return self._text_nlp
+        return text_pipeline(self, self.spacy_model, MAX_CHARACTERS, one_sentence=one_sentence)
 
     # -- public -----------------------------------------------------------------------------------
     def predict(self, inputs: Any) -> Prediction | list[Prediction]:

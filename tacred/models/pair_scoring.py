@@ -29,6 +29,7 @@ from tacred.data.batching import Batch
 from tacred.models.attention.core import AttentionInputs, MultiHeadSelfAttention, gather_relative
 from tacred.models.attention.gaussian import ContentHeadsOnly
 from tacred.models.attention.relative import RelativePositionScores, clipped_distances
+from tacred.models.config import NetworkConfig
 from tacred.models.network import RelationNetwork, sinusoidal_encoding
 from tacred.models.norm import MaskedBatchNorm
 
@@ -40,6 +41,12 @@ PAD_STATE = -1e30
 # WORD_TABLE_DIM, computing a row costs less than reading it, and every row is computed
 WORD_TABLE_BYTES = 64 * 2 ** 20
 WORD_TABLE_DIM = 100
+
+
+def uses_word_tables(cfg: NetworkConfig) -> bool:
+    """Whether the pair scorer sums a sentence's bank rows from word and tag tables (else every row is a product):
+    word vectors of :data:`WORD_TABLE_DIM` or more, and no sinusoidal encoding (it is added to the input)."""
+    return cfg.word_dim >= WORD_TABLE_DIM and cfg.position_encoding != "sinusoidal"
 
 
 @dataclass
@@ -210,10 +217,9 @@ class PairScorer(nn.Module):
             object_own[:, width + d:] += object_features
             subject_own[:, width + d:] = self.subject_features
         self.register_buffer("argument_rows", torch.cat([object_own, subject_own]), persistent=False)
-        # the rows of the bank that sentences sum: not for small word vectors (a row's product costs less than
-        # reading it) nor under the sinusoidal encoding (it is added to the input)
+        # the rows of the bank that sentences sum (:func:`uses_word_tables`)
         self.word_rows = 0
-        if net.cfg.position_encoding == "sinusoidal" or net.cfg.word_dim < WORD_TABLE_DIM:
+        if not uses_word_tables(net.cfg):
             self.register_buffer("row_table", None, persistent=False)
             return
         embed, wd = net.embed, net.cfg.word_dim
@@ -227,16 +233,19 @@ class PairScorer(nn.Module):
         self.register_buffer("row_table", torch.cat([*parts, torch.zeros_like(bias)[None], bias[None]]),
                              persistent=False)  # words, POS tags, NER tags, a zero row, the biases
 
+    def _word_products(self, ids: torch.Tensor) -> torch.Tensor:
+        """The bank's columns of the words ``ids`` (M,), their share of each, by a product → (M, N)."""
+        return self.net.embed.words(ids) @ self.row_weight[:, :self.net.cfg.word_dim].T
+
     def _word_rows(self, ids: torch.Tensor) -> torch.Tensor:
-        """The bank's columns of the words ``ids`` (M,): their share of each, from the table or, for a word past it,
-        a product → (M, N)."""
-        wd, k = self.net.cfg.word_dim, self.word_rows
+        """The bank's columns of the words ``ids`` (M,): from the table or, for a word past it, a product → (M, N)."""
+        k = self.word_rows
         if k == 0:
-            return self.net.embed.words(ids) @ self.row_weight[:, :wd].T
+            return self._word_products(ids)
         out = self.row_table[ids.clamp(max=k - 1)]
         rare = (ids >= k).nonzero().squeeze(1)
         if rare.numel():
-            out[rare] = self.net.embed.words(ids[rare]) @ self.row_weight[:, :wd].T
+            out[rare] = self._word_products(ids[rare])
         return out
 
     def _sentence_rows(self, pairs: SentencePairs) -> torch.Tensor:
@@ -263,7 +272,7 @@ class PairScorer(nn.Module):
             rows = F.embedding_bag(torch.stack(columns, dim=1), self.row_table, mode="sum")
             rare = (ids >= k).nonzero().squeeze(1)
             if rare.numel():
-                rows.index_add_(0, rare, self._word_rows(ids[rare]))
+                rows.index_add_(0, rare, self._word_products(ids[rare]))
         rows[:, self.columns["states"]].masked_fill_(pairs.pad_mask.reshape(-1, 1), PAD_STATE)
         return rows
 
@@ -569,8 +578,7 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
         # row and column of the logits
         rows, h = 2 * net.embed.max_bin + 1, layer.attention.num_heads  # the object rows, the heads
         width = (2 + separate) * d + h * f + d + a  # the bank's columns
-        tables = cfg.word_dim >= WORD_TABLE_DIM and cfg.position_encoding != "sinusoidal"
-        words = computed_rows * 2 * t * cfg.word_dim * width if tables else 2.0 * t * d * width
+        words = computed_rows * 2 * t * cfg.word_dim * width if uses_word_tables(cfg) else 2.0 * t * d * width
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
         rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
         return words + sentence, 2 * t * t * h * f + 2 * t * f * (d + a) + classifier + rewritten
