@@ -201,7 +201,7 @@ kbp37_recheck = $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glo
 	  --out $(KBP37_OUT)/recheck_$(1) --runs_dir runs/results/kbp37_recheck_$(1) $(until) --extra --num_threads 1
 
 # Issue 54: CoNLL04 end to end (docs/conll04.md; README's CoNLL04 table). The relation models over their seeds (the
-# paper's network on AVX2 kernels, two processes; MiniLM in fp32, MPNet in bf16), then `tacred end-to-end`: a NER trained on
+# paper's network on AVX2 kernels, two processes; MiniLM and MPNet in fp32), then `tacred end-to-end`: a NER trained on
 # CoNLL04's entities per seed, tacred extract on the raw test sentences, the strict scores and the table. Every step
 # skips what is finished, so the same target continues where it stopped (UNTIL=TIME: start nothing after TIME).
 CONLL04_SRC ?= ../shared/data/conll04
