@@ -160,7 +160,10 @@ class ModelClock:
                 # the words past the pair scorer's word table are projected by a product
                 scorer = getattr(getattr(self.backend, "module", None), "__dict__", {}).get("_pair_scorer")
                 computed = ((arrays["words"] >= getattr(scorer, "word_rows", 0)) & ~arrays["pad_mask"]).sum(axis=1)
+                # the distinct objects of each sentence's pairs (their binned positions tell them apart)
+                objects = np.unique(np.column_stack([sentence, arrays["obj_positions"]]), axis=0)[:, 0]
                 self.calls.append((name, (lengths, np.bincount(sentence, minlength=len(lengths)),
+                                          np.bincount(objects, minlength=len(lengths)),
                                           np.bincount(sentence, weights=masked, minlength=len(lengths)),
                                           computed)))
             else:
@@ -182,12 +185,13 @@ class ModelClock:
                 labels = self.net.head[-1].out_features
                 total += sum(transformer_flops(config, int(t), labels) for t in shapes)
             elif isinstance(self.net, RelationNetwork) and name == "pair_probabilities":
-                for t, pairs, masked, computed in zip(*shapes, strict=True):
+                for t, pairs, objects, masked, computed in zip(*shapes, strict=True):
                     if pairs:
-                        shared, per_pair = pair_flops(self.net, int(t), True, masked / pairs, computed / max(t, 1))
-                        total += shared + pairs * per_pair
+                        shared, per_object, per_pair = pair_flops(self.net, int(t), True, masked / pairs,
+                                                                  computed / max(t, 1))
+                        total += shared + objects * per_object + pairs * per_pair
             elif isinstance(self.net, RelationNetwork):
-                total += sum(pair_flops(self.net, int(t), False)[1] for t in shapes)
+                total += sum(pair_flops(self.net, int(t), False)[2] for t in shapes)
         return total
 
 
@@ -356,7 +360,9 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
         "model columns (one worker): the relation network's own CPU time in the backend per sentence, the FLOPs of its "
         "matrix products at the sentences' real lengths (tacred.models.pair_scoring.pair_flops: with pair scoring "
         "the sentence's attention terms once (its projections are table rows, a product only for words past the "
-        "word table) plus each pair's attention, feed-forward and position-aware layer; before "
+        "word table) plus each pair's attention, feed-forward and position-aware layer (without entity masking "
+        "the attention and feed-forward once per object, the pairs that share it differing only in the subject's "
+        "position features); before "
         "it, the whole network per pair; the transformer: every layer per marked input), and that time over the "
         "time those FLOPs take at the matrix-product rate measured in the same worker (fp32, one thread, per "
         "CPU-second: "

@@ -285,13 +285,16 @@ class PairScorer(nn.Module):
         bins = embed.bins(pairs.obj_positions)  # (P, T)
         subject_bins = embed.bins(pairs.subj_positions)
         if not self.reads_input:
-            sentence_words = pairs.words[sent]  # (P, T)
-            masked = None
-            rows = (pairs.pair_words != sentence_words).nonzero(as_tuple=True)  # the rows entity masking rewrote
+            rows = (pairs.pair_words != pairs.words[sent]).nonzero(as_tuple=True)  # the rows entity masking rewrote
             if rows[0].numel():
-                masked = (*rows, pairs.pair_words[rows])
-            inner, tail = self._attend_tables(pairs, bins, subject_bins, pad, masked)
-            return self._after_attention(inner, tail, pad)
+                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, pad, (*rows, pairs.pair_words[rows]))
+                return self._after_attention(inner, tail, pad)
+            # no rewritten rows: the subject enters only the position-aware layer, so the pairs that share a sentence
+            # and an object (its binned positions) share everything before it, computed once for them
+            groups, of_pair = torch.unique(torch.cat([sent[:, None], bins], dim=1), dim=0, return_inverse=True)
+            group_pad = pairs.pad_mask[groups[:, 0]]
+            inner, tail = self._attend_tables(pairs, groups[:, 0], groups[:, 1:], None, group_pad)
+            return self._after_attention(inner, tail, group_pad, (of_pair, subject_bins))
         # the sentences' inputs, each once; a pair's input differs from its sentence's by the object-position row
         # and by the words that entity masking changed
         parts = [embed.words(pairs.words)]
@@ -336,11 +339,16 @@ class PairScorer(nn.Module):
         inner = torch.addmm(self.fold_bias, attended.reshape(-1, d), self.fold_weight.T).view(p, n, -1)
         return self._after_attention(inner, tail, pad)
 
-    def _after_attention(self, inner: torch.Tensor, tail: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    def _after_attention(self, inner: torch.Tensor, tail: torch.Tensor, pad: torch.Tensor,
+                         shared: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """The inner feed-forward's input (P, T, F: the attention's heads through the folded map) through its
         activation and the rest of the feed-forward, the max-pooled query, the position-aware attention and the
         classifier; ``tail`` (P, T, D [+ A]): what each row adds to the outer feed-forward's output (x·s2 plus the
-        outer bias; W_h x·s2 with its biases and both arguments' position features) → logits (P, L)."""
+        outer bias; W_h x·s2 with its biases and both arguments' position features) → logits (P, L).
+
+        ``shared``: the rows are G groups of pairs that differ only in their subject's position features (no
+        rewritten rows), ``tail`` without those: each pair's group (P,) and its subject's binned positions (P, T),
+        which join each pair's position-aware layer → logits (P, L)."""
         net, d = self.net, self.net.embed.dim
         p, n, _ = inner.shape
         act = F.leaky_relu(inner.view(p * n, -1), self.negative_slope)  # (P·T, F)
@@ -351,14 +359,20 @@ class PairScorer(nn.Module):
         states = total[..., :d]
         query = states.amax(dim=1)  # (P, D)
         if net.position_aware is None:
-            return net.classifier(query)
+            logits = net.classifier(query)
+            return logits if shared is None else logits.index_select(0, shared[0])
         pa = net.position_aware
         u = total[..., d:] + pa.query(query)[:, None, :]  # (P, T, A): Zhang et al.'s u_i
+        if shared is not None:
+            of_pair, subject_bins = shared
+            u = u.index_select(0, of_pair) + self.subject_features[subject_bins]
+            states, pad = states.index_select(0, of_pair), pad.index_select(0, of_pair)
         scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
         summary = torch.bmm(torch.softmax(scores, dim=-1)[:, None, :], states).squeeze(1)  # (P, D)
         return net.classifier(summary)  # (P, L)
 
-    def _attend_tables(self, pairs: SentencePairs, bins: torch.Tensor, subject_bins: torch.Tensor, pad: torch.Tensor,
+    def _attend_tables(self, pairs: SentencePairs, sent: torch.Tensor, bins: torch.Tensor,
+                       subject_bins: torch.Tensor | None, pad: torch.Tensor,
                        masked: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
@@ -366,14 +380,15 @@ class PairScorer(nn.Module):
         b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
         sentence's term + a (17, 2T-1) table's, so a pair's logits are its sentence's (S, H, T, T) plus rows and
         columns gathered from small tables, and only v and the rows after the attention are the pair's own.
-        ``bins``/``subject_bins`` (P, T): the binned positions. ``masked``: the (pair, token) rows entity
+        ``sent`` (P,): each pair's sentence; ``bins``/``subject_bins`` (P, T): the binned positions (``subject_bins``
+        None: the subject's position features are left out of the tail). ``masked``: the (pair, token) rows entity
         masking rewrote and the word each now holds (M,); a rewritten row
         adds Δq = δ·W_q to its q (δ: its word embedding's change; and Δk, Δr, Δv), so its pair's logits gain Δq·kᵀ
         along the row,
         q·Δkᵀ down the column and Δq·Δkᵀ where two rewritten rows meet (:meth:`_masked_terms`).
         → the inner feed-forward's input (P, T, F) and each row's tail for :meth:`_after_attention`
         (P, T, D [+ A])."""
-        att, sent, cols = self.attention, pairs.sentence, self.columns
+        att, cols = self.attention, self.columns
         s, n = pairs.words.shape
         h, dh, k = att.num_heads, att.head_dim, self.object_table.shape[0]
         p = sent.shape[0]
@@ -392,14 +407,26 @@ class PairScorer(nn.Module):
         sentence_object = q_s @ k_o.transpose(-1, -2)[None]  # (S, H, T, 17): q_s·k_o
         object_sentence = q_o[None] @ k_s.transpose(-1, -2)  # (S, H, 17, T): q_o·k_s
         # each pair's index into the (17, 17, 2T-1) table of a head: (b_t, b_u, u - t)
-        table_index = ((bins[:, :, None] * k + bins[:, None, :]) * (2 * n - 1) + distances[None]).view(p, -1)
-        columns = bins[:, None, :].expand(p, n, n)  # b_u
-        rows_of = bins[:, :, None].expand(p, n, n)  # b_t
+        # the logits before any rewritten row's terms depend on the sentence and the object's bins alone: under
+        # entity masking they are assembled once for the pairs that share both where that at least halves them
+        # (each pair then copies its group's, one pass more; the caller groups unmasked pairs itself)
+        base_sent, base_bins, of_pair = sent, bins, None
+        if masked is not None:
+            groups, inverse = torch.unique(torch.cat([sent[:, None], bins], dim=1), dim=0, return_inverse=True)
+            if 2 * len(groups) <= len(sent):
+                base_sent, base_bins, of_pair = groups[:, 0], groups[:, 1:], inverse
+        g = base_sent.shape[0]
+        table_index = ((base_bins[:, :, None] * k + base_bins[:, None, :]) * (2 * n - 1) + distances[None]).view(g, -1)
+        columns = base_bins[:, None, :].expand(g, n, n)  # b_u
+        rows_of = base_bins[:, :, None].expand(g, n, n)  # b_t
         # the columns each pair's row has of its own, in one pass: its sentence row's plus its object's and its
         # subject's rows (embedding_bag sums them): the values (each head's through its share of the folded map), then
         # what the row adds after the attention (x·s2, W_h's columns and both position features)
         own = (sent[:, None] * n + steps).reshape(-1)
-        index = torch.stack([own, bins.reshape(-1) + s * n, subject_bins.reshape(-1) + (s * n + k)], dim=1)
+        summed = [own, bins.reshape(-1) + s * n]
+        if subject_bins is not None:
+            summed.append(subject_bins.reshape(-1) + (s * n + k))
+        index = torch.stack(summed, dim=1)
         pair_rows = F.embedding_bag(index, torch.cat([maps[:, cols["own"]], self.argument_rows]), mode="sum")
         pair_rows = pair_rows.view(p, n, -1)  # (P, T, H·F + D [+ A])
         terms = None
@@ -418,11 +445,13 @@ class PairScorer(nn.Module):
         inner = self.fold_bias.expand(p, n, f)  # the heads' shares add up to the inner feed-forward's input
         rows = pair_rows[..., :cols["values"]]
         for i in range(h):
-            logits = sentence[:, i].index_select(0, sent)  # (P, T, T)
-            logits += sentence_object[:, i].index_select(0, sent).gather(2, columns)
-            logits += object_sentence[:, i].index_select(0, sent).gather(1, rows_of)
-            logits += object_terms[i].reshape(-1).take(table_index).view(p, n, n)
-            if terms is not None:
+            logits = sentence[:, i].index_select(0, base_sent)  # (G, T, T)
+            logits += sentence_object[:, i].index_select(0, base_sent).gather(2, columns)
+            logits += object_sentence[:, i].index_select(0, base_sent).gather(1, rows_of)
+            logits += object_terms[i].reshape(-1).take(table_index).view(g, n, n)
+            if of_pair is not None and terms is not None:  # (P, T, T): this head's terms of the rewritten rows, the pairs' own buffer
+                logits = terms[i].add_(logits.index_select(0, of_pair))
+            elif terms is not None:
                 logits += terms[i]
             weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)
             share = rows[..., i * f:(i + 1) * f]
@@ -546,16 +575,18 @@ def pair_logits(net: nn.Module, pairs: SentencePairs, scorer: PairScorer | None 
 
 
 def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_rows: float = 0.0,
-               computed_rows: float = 0.0) -> tuple[float, float]:
+               computed_rows: float = 0.0) -> tuple[float, float, float]:
     """FLOPs (2 per multiply-add) of the matrix products of scoring a sentence of ``length`` tokens: (once per
-    sentence, once per pair). ``factored``: :class:`PairScorer` (``masked_rows``: the rows entity masking changes,
-    per pair; the attention logits from tables unless a hook reads the block input, then each pair's own q, k and
-    W^r x), else the plain forward pass, which does everything per pair. The paper's products are counted (the
-    projections, q·kᵀ, the relative scores, weights·v, the feed-forward, the position-aware attention, the
-    classifier); a variant's own small products, embedding look-ups, table rows and element-wise work are not. On the
-    table path with word vectors of :data:`WORD_TABLE_DIM` or more a sentence's projections are sums of word and tag
-    table rows, so only the products of its words past the word table count (``computed_rows``: their share of its
-    tokens); with smaller word vectors (or the sinusoidal encoding) every row is a product."""
+    sentence, once per distinct object of its pairs, once per pair). ``factored``: :class:`PairScorer`
+    (``masked_rows``: the rows entity masking changes, per pair; the attention logits from tables unless a hook reads
+    the block input, then each pair's own q, k and W^r x), else the plain forward pass, which does everything per
+    pair. The paper's products are counted (the projections, q·kᵀ, the relative scores, weights·v, the feed-forward,
+    the position-aware attention, the classifier); a variant's own small products, embedding look-ups, table rows and
+    element-wise work are not. On the table path with word vectors of :data:`WORD_TABLE_DIM` or more a sentence's
+    projections are sums of word and tag table rows, so only the products of its words past the word table count
+    (``computed_rows``: their share of its tokens); with smaller word vectors (or the sinusoidal encoding) every row
+    is a product. Without rewritten rows the table path runs everything up to the position-aware layer once per
+    object (pairs that share one differ only in the subject's position features)."""
     cfg, t = net.cfg, length
     d, f = net.embed.dim, cfg.ffn_dim
     layer = net.self_attention.layers[0]
@@ -565,23 +596,26 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
     attention = 2 * t * t * d * 2 + len(relative) * 2 * t * (2 * t - 1) * d  # q·kᵀ and weights·v; relative scores
     classifier = 2 * d * net.classifier.out_features
     a = cfg.attention_dim if net.position_aware is not None else 0
-    if a:  # the query's projection, the scores and the summary
-        classifier += 2 * d * a + 2 * t * a + 2 * t * d
+    query = 2 * d * a  # the position-aware query's projection
+    pooled = 2 * t * a + 2 * t * d + classifier if a else classifier  # the scores, the summary and the classifier
     if not factored:
         features = 2 * t * 2 * cfg.position_dim * a
-        return 0.0, 2.0 * t * d * heads + attention + 2 * t * d * d + 2 * 2 * t * d * f + 2 * t * d * a + features \
-            + classifier
+        return 0.0, 0.0, 2.0 * t * d * heads + attention + 2 * t * d * d + 2 * 2 * t * d * f + 2 * t * d * a \
+            + features + query + pooled
     bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
     if not _reads_input(layer.attention):
-        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence; per pair the
-        # weights times the values already through the folded map, and the outer feed-forward; a rewritten row's
-        # row and column of the logits
+        # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence; per pair (per
+        # object without rewritten rows) the weights times the values already through the folded map, and the outer
+        # feed-forward; a rewritten row's row and column of the logits
         rows, h = 2 * net.embed.max_bin + 1, layer.attention.num_heads  # the object rows, the heads
         width = (2 + separate) * d + h * f + d + a  # the bank's columns
         words = computed_rows * 2 * t * cfg.word_dim * width if uses_word_tables(cfg) else 2.0 * t * d * width
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
+        attended = 2 * t * t * h * f + 2 * t * f * (d + a) + query
+        if masked_rows == 0:
+            return words + sentence, attended, pooled
         rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
-        return words + sentence, 2 * t * t * h * f + 2 * t * f * (d + a) + classifier + rewritten
+        return words + sentence, 0.0, attended + pooled + rewritten
     feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
-    per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + classifier
-    return 2.0 * t * d * bank, per_pair
+    per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + query + pooled
+    return 2.0 * t * d * bank, 0.0, per_pair

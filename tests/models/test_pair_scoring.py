@@ -23,10 +23,11 @@ def log_bins(rel: torch.Tensor) -> torch.Tensor:
     return rel.sign() * bits
 
 
-def random_pairs(gen: torch.Generator, num_words: int, sentences: int = 7, mask_ids: tuple[int, ...] = ()
-                 ) -> SentencePairs:
+def random_pairs(gen: torch.Generator, num_words: int, sentences: int = 7, mask_ids: tuple[int, ...] = (),
+                 entities: int = 0) -> SentencePairs:
     """Random sentences of 3 to 40 tokens (padded to the longest), each with 1 to 9 random pairs; entity masks
-    (``mask_ids``) written over the argument spans."""
+    (``mask_ids``) written over the argument spans. ``entities``: the pairs' arguments are drawn from that many
+    entities of the sentence (its first tokens, in random order), so that pairs share objects as extraction's do."""
     lengths = torch.randint(3, 41, (sentences,), generator=gen)
     width = int(lengths.max())
     words = torch.randint(2, num_words, (sentences, width), generator=gen)
@@ -37,8 +38,10 @@ def random_pairs(gen: torch.Generator, num_words: int, sentences: int = 7, mask_
     rows, subj, obj, pair_words = [], [], [], []
     index = torch.arange(width)
     for s, n in enumerate(lengths.tolist()):
+        starts = torch.randperm(n, generator=gen)[:entities]
         for _ in range(int(torch.randint(1, 10, (1,), generator=gen))):
-            a, b = sorted(torch.randperm(n, generator=gen)[:2].tolist())
+            drawn = starts[torch.randperm(len(starts), generator=gen)] if entities else torch.randperm(n, generator=gen)
+            a, b = sorted(drawn[:2].tolist())
             (s0, s1), (o0, o1) = ((a, a), (b, min(n - 1, b + 1))) if torch.rand(1, generator=gen) < 0.5 else \
                 ((b, b), (a, a))
             spans = []
@@ -109,6 +112,20 @@ def test_factored_pairs_equal_the_plain_forward_pass(word_tables: None, options:
                                   mask_ids=(48, 49) if masked else ()))
 
 
+@pytest.mark.parametrize("options", [{}, {"object_position_input": False}, {"position_aware": False},
+                                     {"relpos_query": "shared"}],
+                         ids=["paper", "object_position_input=False", "position_aware=False", "relpos_query=shared"])
+@pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
+def test_pairs_that_share_an_object_are_scored_alike(word_tables: None, options: dict, masked: bool) -> None:
+    """Extraction's pairs: every argument one of a few entities of its sentence, so many pairs share their object
+    (scored once for them all without entity masks; their logits before the rewritten rows' terms once with them)."""
+    pairs = random_pairs(torch.Generator().manual_seed(7), 48, sentences=10, mask_ids=(48, 49) if masked else (),
+                         entities=3)
+    objects = torch.unique(torch.cat([pairs.sentence[:, None], pairs.obj_positions], dim=1), dim=0)
+    assert len(objects) < len(pairs.sentence) / 2
+    assert_same(eval_network(**options), pairs)
+
+
 @pytest.mark.parametrize("options", [{}, {"object_position_input": False}, {"position_aware": False}],
                          ids=["paper", "object_position_input=False", "position_aware=False"])
 @pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
@@ -158,14 +175,18 @@ def test_pair_scoring_refuses_training_mode() -> None:
         pair_logits(net, random_pairs(torch.Generator().manual_seed(3), 48))
 
 
-def test_the_shared_pass_reads_the_subject_and_object() -> None:
-    """Pairs of one sentence get different scores: both positions and the masked rows reach the classifier."""
+@pytest.mark.parametrize("masked", [False, True], ids=["plain_words", "entity_masks"])
+def test_the_shared_pass_reads_the_subject_and_object(masked: bool) -> None:
+    """Pairs of one sentence get different scores: both positions (and the masked rows) reach the classifier; two
+    pairs with the same object and different subjects too."""
     net = eval_network()
-    pairs = random_pairs(torch.Generator().manual_seed(4), 48, sentences=1, mask_ids=(48, 49))
+    pairs = random_pairs(torch.Generator().manual_seed(4), 48, sentences=1, mask_ids=(48, 49) if masked else ())
+    subject, obj = pairs.subj_positions[0], pairs.obj_positions[0]
+    elsewhere = subject.roll(1)  # another subject span, the object kept
     pairs = SentencePairs(*(t for t in (pairs.words, pairs.pos, pairs.ner, pairs.pad_mask)),
-                          pairs.sentence[[0, 0]], pairs.pair_words[[0, 0]],
-                          torch.stack([pairs.subj_positions[0], pairs.obj_positions[0]]),
-                          torch.stack([pairs.obj_positions[0], pairs.subj_positions[0]]))
+                          pairs.sentence[[0, 0, 0]], pairs.pair_words[[0, 0, 0]],
+                          torch.stack([subject, obj, elsewhere]), torch.stack([obj, subject, obj]))
     with torch.inference_mode():
         logits = PairScorer(net)(pairs)
     assert not torch.allclose(logits[0], logits[1])
+    assert not torch.allclose(logits[0], logits[2])
