@@ -11,9 +11,11 @@ run per pair. After the softmax the block has no residual around the attention a
 affine, so the output projection, the first norm and the first feed-forward layer fold into one F × D matrix, whose
 share of each head is applied to v before the attention (the weights sum to 1), and the second norm folds into the
 second feed-forward layer. Being linear, a sentence's rows are sums of precomputed rows of its words (the most
-frequent ones; a product for the rest), tags and biases. The rest (the position-aware attention, the classifier)
-runs per pair as in :class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py`` holds
-the result to the plain forward pass.
+frequent ones; a product for the rest), tags and biases. Without entity masking a pair's subject enters only the
+position-aware layer (its position features), so the pairs that share a sentence and an object share everything
+before it, computed once for them. The rest (the position-aware attention, the classifier) runs per pair as in
+:class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py`` holds the result to the plain
+forward pass.
 """
 
 from __future__ import annotations
@@ -287,7 +289,8 @@ class PairScorer(nn.Module):
         if not self.reads_input:
             rows = (pairs.pair_words != pairs.words[sent]).nonzero(as_tuple=True)  # the rows entity masking rewrote
             if rows[0].numel():
-                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, pad, (*rows, pairs.pair_words[rows]))
+                masked = (*rows, pairs.pair_words[rows])
+                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, pad, masked)
                 return self._after_attention(inner, tail, pad)
             # no rewritten rows: the subject enters only the position-aware layer, so the pairs that share a sentence
             # and an object (its binned positions) share everything before it, computed once for them
@@ -449,7 +452,7 @@ class PairScorer(nn.Module):
             logits += sentence_object[:, i].index_select(0, base_sent).gather(2, columns)
             logits += object_sentence[:, i].index_select(0, base_sent).gather(1, rows_of)
             logits += object_terms[i].reshape(-1).take(table_index).view(g, n, n)
-            if of_pair is not None and terms is not None:  # (P, T, T): this head's terms of the rewritten rows, the pairs' own buffer
+            if of_pair is not None and terms is not None:  # into this head's terms, the pairs' own (P, T, T) buffer
                 logits = terms[i].add_(logits.index_select(0, of_pair))
             elif terms is not None:
                 logits += terms[i]
