@@ -294,10 +294,10 @@ class PairScorer(nn.Module):
                 return self._after_attention(inner, tail, pad)
             # no rewritten rows: the subject enters only the position-aware layer, so the pairs that share a sentence
             # and an object (its binned positions) share everything before it, computed once for them
-            groups, of_pair = torch.unique(torch.cat([sent[:, None], bins], dim=1), dim=0, return_inverse=True)
-            group_pad = pairs.pad_mask[groups[:, 0]]
-            inner, tail = self._attend_tables(pairs, groups[:, 0], groups[:, 1:], None, group_pad)
-            return self._after_attention(inner, tail, group_pad, (of_pair, subject_bins))
+            group_sent, group_bins, of_pair = _objects(sent, bins)
+            group_pad = pairs.pad_mask[group_sent]
+            inner, tail = self._attend_tables(pairs, group_sent, group_bins, None, group_pad)
+            return self._after_attention(inner, tail, group_pad, (of_pair, subject_bins, pad))
         # the sentences' inputs, each once; a pair's input differs from its sentence's by the object-position row
         # and by the words that entity masking changed
         parts = [embed.words(pairs.words)]
@@ -343,15 +343,15 @@ class PairScorer(nn.Module):
         return self._after_attention(inner, tail, pad)
 
     def _after_attention(self, inner: torch.Tensor, tail: torch.Tensor, pad: torch.Tensor,
-                         shared: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+                         shared: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """The inner feed-forward's input (P, T, F: the attention's heads through the folded map) through its
         activation and the rest of the feed-forward, the max-pooled query, the position-aware attention and the
         classifier; ``tail`` (P, T, D [+ A]): what each row adds to the outer feed-forward's output (x·s2 plus the
         outer bias; W_h x·s2 with its biases and both arguments' position features) → logits (P, L).
 
         ``shared``: the rows are G groups of pairs that differ only in their subject's position features (no
-        rewritten rows), ``tail`` without those: each pair's group (P,) and its subject's binned positions (P, T),
-        which join each pair's position-aware layer → logits (P, L)."""
+        rewritten rows), ``tail`` without those: each pair's group (P,), its subject's binned positions (P, T),
+        which join each pair's position-aware layer, and its padding (P, T) → logits (P, L)."""
         net, d = self.net, self.net.embed.dim
         p, n, _ = inner.shape
         act = F.leaky_relu(inner.view(p * n, -1), self.negative_slope)  # (P·T, F)
@@ -367,9 +367,9 @@ class PairScorer(nn.Module):
         pa = net.position_aware
         u = total[..., d:] + pa.query(query)[:, None, :]  # (P, T, A): Zhang et al.'s u_i
         if shared is not None:
-            of_pair, subject_bins = shared
+            of_pair, subject_bins, pad = shared
             u = u.index_select(0, of_pair) + self.subject_features[subject_bins]
-            states, pad = states.index_select(0, of_pair), pad.index_select(0, of_pair)
+            states = states.index_select(0, of_pair)
         scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
         summary = torch.bmm(torch.softmax(scores, dim=-1)[:, None, :], states).squeeze(1)  # (P, D)
         return net.classifier(summary)  # (P, L)
@@ -415,9 +415,9 @@ class PairScorer(nn.Module):
         # (each pair then copies its group's, one pass more; the caller groups unmasked pairs itself)
         base_sent, base_bins, of_pair = sent, bins, None
         if masked is not None:
-            groups, inverse = torch.unique(torch.cat([sent[:, None], bins], dim=1), dim=0, return_inverse=True)
-            if 2 * len(groups) <= len(sent):
-                base_sent, base_bins, of_pair = groups[:, 0], groups[:, 1:], inverse
+            objects = _objects(sent, bins)
+            if 2 * len(objects[0]) <= len(sent):
+                base_sent, base_bins, of_pair = objects
         g = base_sent.shape[0]
         table_index = ((base_bins[:, :, None] * k + base_bins[:, None, :]) * (2 * n - 1) + distances[None]).view(g, -1)
         columns = base_bins[:, None, :].expand(g, n, n)  # b_u
@@ -532,6 +532,13 @@ class PairScorer(nn.Module):
         if att.values is not None:
             out = out + att.values(weights, inputs)
         return out.transpose(1, 2).reshape(b, n, -1)  # (P, T, D)
+
+
+def _objects(sent: torch.Tensor, bins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The distinct (sentence, object) of P pairs, told apart by their sentence ``sent`` (P,) and the object's binned
+    positions ``bins`` (P, T): each one's sentence (G,) and bins (G, T), and each pair's among them (P,)."""
+    groups, of_pair = torch.unique(torch.cat([sent[:, None], bins], dim=1), dim=0, return_inverse=True)
+    return groups[:, 0], groups[:, 1:], of_pair
 
 
 def _slots(groups: torch.Tensor, count: int) -> tuple[torch.Tensor, int]:
