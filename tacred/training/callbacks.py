@@ -41,11 +41,14 @@ class LastCheckpoint(Checkpoint):
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self._written = time.monotonic()
-
-    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        # Lightning goes on with an epoch it resumes inside without calling on_train_epoch_start, so the position
+        # starts here: that epoch after the batches its checkpoint had trained
         self._epoch = trainer.current_epoch
         resumed, self._resumed = self._resumed, None
         self._done = resumed[1] if resumed is not None and resumed[0] == self._epoch else 0
+
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self._epoch, self._done = trainer.current_epoch, 0
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         self._done += 1  # a Checkpoint: Lightning runs this after every other callback's, so the batch is done

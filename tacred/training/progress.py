@@ -58,6 +58,10 @@ class EpochSummary(Callback):
         self._lr: float | None = None
         self._best: tuple[int, float] | None = None
 
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        # an epoch resumed from inside starts without on_train_epoch_start: its line counts from the resume
+        self.on_train_epoch_start(trainer, pl_module)
+
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self._start = time.perf_counter()
         self._lr = _lr(trainer)

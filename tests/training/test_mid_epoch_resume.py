@@ -44,7 +44,7 @@ def weights(path: Path) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
 
 
-@pytest.mark.slow  # three tiny trainings
+@pytest.mark.slow  # four tiny trainings
 def test_a_fit_stopped_inside_an_epoch_resumes_there_and_matches_an_uninterrupted_run(demo_data, tmp_path):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     fit(demo_data, straight)
@@ -57,8 +57,20 @@ def test_a_fit_stopped_inside_an_epoch_resumes_there_and_matches_an_uninterrupte
     # the position as tacred writes it itself (tacred.training.callbacks.LastCheckpoint), not Lightning's loop state
     assert state["epoch"] == 1 and state[RESUME_KEY] == {"epoch": 1, "batches_done": 5, "epoch_batches": 12}
 
+    # stopped again inside the same epoch, after its batch 8: the resumed fit counts on from the 5 batches done
+    # (Lightning does not start that epoch again: no on_train_epoch_start) and its checkpoints say so
+    crash = crash.replace("'batch': 5", "'batch': 8")
+    again = fit(demo_data, stopped, "--checkpoint_minutes", "1e-9", crash, check=False)
+    assert again.status != 0 and "simulated crash" in again.stderr
+    assert "last.ckpt inside epoch 2, after 5 of its batches" in again.stderr
+    state = torch.load(stopped / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert state[RESUME_KEY] == {"epoch": 1, "batches_done": 8, "epoch_batches": 12}
+
     resumed = fit(demo_data, stopped)
-    assert "last.ckpt inside epoch 2, after 5 of its batches" in resumed.stderr
+    assert "last.ckpt inside epoch 2, after 8 of its batches" in resumed.stderr
+    # the resumed epoch's line: its learning rate and the seconds since the resume
+    line = next(x for x in resumed.stdout.splitlines() if x.startswith("epoch 2/2"))
+    assert " lr " in line, line
     assert dev_rows(stopped) == dev_rows(straight)
     for name in ("last.ckpt", "best.ckpt"):
         ours, theirs = weights(stopped / "checkpoints" / name), weights(straight / "checkpoints" / name)
