@@ -1,0 +1,103 @@
+"""Times the pair scorer alone (PairScorer through the torch backend, one thread) on the batches `tacred extract`
+hands it, for comparing two versions of tacred/models/pair_scoring.py on the same inputs.
+
+    python time_pair_scorer.py WORK record     # once: train the benchmark's 300-d network, record the batches
+    PYTHONPATH=CHECKOUT python time_pair_scorer.py WORK time [--reference]
+
+`record` trains the network of benchmarks/extract_throughput.py's `paper` row (one epoch on the generated demo
+corpus, seed 1; entity masking on) and pickles the arrays of every pair_probabilities call while extracting from 400
+documents of KBP37's test sentences and 400 demo documents. `time` runs those batches three times per document set
+and prints the scorer's CPU milliseconds per sentence, and the largest probability difference and label agreement
+against the reference probabilities (written by `--reference`)."""
+
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[4]
+SETS = {"kbp37": REPO / "data" / "kbp37" / "test.json", "demo": None}
+
+
+def extractor(work: Path):
+    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+
+    settings = ExtractorSettings(ckpt_path=str(work / "paper" / "checkpoints" / "best.ckpt"), device="cpu",
+                                 num_threads=1)
+    return settings, DocumentExtractor(settings)
+
+
+def record(work: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import extract_throughput as bench
+
+    from tacred.data.synthetic import write_corpus
+    from tacred.extraction.documents import Document
+    from tacred.extraction.output import Totals
+    from tacred.extraction.runner import run_extraction
+
+    write_corpus(work / "data", n_train=600, n_dev=100, n_test=200)
+    bench._train("paper", work, work / "data", False)
+    torch.set_num_threads(1)
+    for name, source in SETS.items():
+        settings, ex = extractor(work)
+        batches, backend = [], ex.predictor.backend
+        real = backend.pair_probabilities
+
+        def kept(arrays, real=real, batches=batches):
+            batches.append({k: v.copy() for k, v in arrays.items()})
+            return real(arrays)
+
+        backend.pair_probabilities = kept
+
+        class Sink:
+            def done_chunks(self):
+                return set()
+
+            def write(self, done):
+                pass
+
+            def finish(self):
+                return Totals()
+
+        docs = bench._documents(source or work / "data", 400)
+        run_extraction(settings, (Document(f"d{i}", t) for i, t in enumerate(docs)), Sink(), 1, bench.CHUNK,
+                       extractor=ex)
+        (work / f"{name}_batches.pkl").write_bytes(pickle.dumps(batches))
+        print(name, len(batches), "batches,", sum(len(b["sentence"]) for b in batches), "pairs")
+
+
+def timed(work: Path, reference: bool) -> None:
+    import tacred.models.pair_scoring as scoring
+
+    torch.set_num_threads(1)
+    print("pair scorer:", scoring.__file__)
+    _, ex = extractor(work)
+    backend = ex.predictor.backend
+    for name in SETS:
+        batches = pickle.loads((work / f"{name}_batches.pkl").read_bytes())
+        sentences = sum(len(b["words"]) for b in batches)
+        backend.pair_probabilities(batches[0])
+        rounds = []
+        for _ in range(3):
+            start = time.process_time()
+            probs = np.concatenate([backend.pair_probabilities(b) for b in batches])
+            rounds.append(1000 * (time.process_time() - start) / sentences)
+        path = work / f"{name}_reference.npy"
+        if reference:
+            np.save(path, probs)
+        ref = np.load(path)
+        print(f"{name}: {sentences} sentences, ms/sentence {' '.join(f'{r:.3f}' for r in rounds)}; "
+              f"max |p - reference| {np.abs(probs - ref).max():.2e}, labels agree {(probs.argmax(1) == ref.argmax(1)).mean():.4f}")
+
+
+if __name__ == "__main__":
+    work = Path(sys.argv[1])
+    work.mkdir(parents=True, exist_ok=True)
+    if sys.argv[2] == "record":
+        record(work)
+    else:
+        timed(work, "--reference" in sys.argv)
