@@ -68,7 +68,7 @@ def test_a_fit_stopped_inside_an_epoch_resumes_there_and_matches_an_uninterrupte
 
     resumed = fit(demo_data, stopped)
     assert "last.ckpt inside epoch 2, after 8 of its batches" in resumed.stderr
-    # the resumed epoch's line: its learning rate and the seconds since the resume
+    # the resumed epoch's line shows its learning rate (its seconds count from the resume)
     line = next(x for x in resumed.stdout.splitlines() if x.startswith("epoch 2/2"))
     assert " lr " in line, line
     assert dev_rows(stopped) == dev_rows(straight)
