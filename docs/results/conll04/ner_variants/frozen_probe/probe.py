@@ -5,13 +5,13 @@ layer (each CoNLL04 token the mean of its sub-words), trained on CoNLL04 train, 
 the seconds the features took and the dev span F1 every 10 epochs of 100. A probe of the encoders, not a NER: no
 fine-tuning, no context beyond the encoder's own, no transition constraints."""
 
-import json
 import sys
 import time
 
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from tacred.data.conll04 import read_conll04
 from tacred.data.pretrained_packages import resolve_pretrained
 
 torch.manual_seed(1)
@@ -24,14 +24,13 @@ TAGS = ["O"] + [f"{prefix}-{t}" for t in TYPES for prefix in "BI"]
 def load(split):
     """(tokens, tag ids, gold spans) of each sentence."""
     out = []
-    for s in json.load(open(DATA.format(split))):
-        tags = ["O"] * len(s["tokens"])
-        for e in s["entities"]:
-            tags[e["start"]] = "B-" + e["type"]
-            for k in range(e["start"] + 1, e["end"]):
-                tags[k] = "I-" + e["type"]
-        spans = {(e["start"], e["end"], e["type"]) for e in s["entities"]}
-        out.append((s["tokens"], [TAGS.index(t) for t in tags], spans))
+    for s in read_conll04(DATA.format(split)):
+        tags = ["O"] * len(s.tokens)
+        for e in s.entities:
+            tags[e.start] = "B-" + e.type
+            for k in range(e.start + 1, e.end):
+                tags[k] = "I-" + e.type
+        out.append((list(s.tokens), [TAGS.index(t) for t in tags], {(e.start, e.end, e.type) for e in s.entities}))
     return out
 
 
