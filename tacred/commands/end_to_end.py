@@ -15,8 +15,9 @@ SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_
 `runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
 SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
 convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows); then `models`
-(key, name, inputs, variant, seeds, optional target: micro_f1, ner_f1) and `published` (name, inputs, ner_f1,
-relation_f1, average: micro|macro, source).
+(key, name, inputs, variant, seeds, optional target: micro_f1, ner_f1; `variants: [A, B]` in place of `variant`
+where a recipe's seeds were trained under several of the sweep's variants, each seed from the one that trained it)
+and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source).
 
 For each run whose `tacred ablate` result is in and that has no OUT/VARIANT/seed_S/end_to_end.json yet: a NER
 trained on the dataset's own entities with the run's seed (RUNS/VARIANT/seed_S/ner, `tacred ner train`); a
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         finished,
         load_spec,
         run_seed,
+        seed_variant,
         trained,
     )
 
@@ -73,15 +75,15 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seeds or range(1, model.seeds + 1):
                 if finished(spec, model, seed):
                     continue
+                name = f"{seed_variant(spec, model, seed)} seed {seed}"
                 if args.timeout is not None and time.monotonic() - started > args.timeout:
-                    print(f"{model.variant} seed {seed}: not started (--timeout {args.timeout:g} s reached)")
+                    print(f"{name}: not started (--timeout {args.timeout:g} s reached)")
                     continue
                 if not trained(spec, model, seed):
-                    waiting.append(f"{model.variant} seed {seed}")
+                    waiting.append(name)
                     continue
-                print(f"{model.variant} seed {seed}: NER, extraction and score ...", flush=True)
-                print(f"{model.variant} seed {seed}: {run_seed(spec, model, seed, num_threads=args.num_threads)}",
-                      flush=True)
+                print(f"{name}: NER, extraction and score ...", flush=True)
+                print(f"{name}: {run_seed(spec, model, seed, num_threads=args.num_threads)}", flush=True)
         if waiting:
             print("not trained yet (no tacred ablate result): " + ", ".join(waiting))
         paths = compare(args.spec, None, args.readme)

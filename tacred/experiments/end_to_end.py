@@ -53,14 +53,23 @@ class EndToEndError(TacredError, ValueError):
 
 @dataclass(frozen=True)
 class Model:
-    """One row of the application: a variant of the sweep and how many seeds complete it."""
+    """One row of the application: the variant of the sweep its seeds come from and how many seeds complete it.
+
+    ``variants``: more than one where a recipe's seeds were trained under more than one of the sweep's variants (one
+    recipe in fp32 and with bf16 autocast, say); each seed then comes from the variant that trained it, and a seed
+    trained under two of them is an error, so no seed counts twice."""
 
     key: str
     name: str
     inputs: str
-    variant: str
+    variants: tuple[str, ...]
     seeds: int
     target: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def variant(self) -> str:
+        """The first of the row's variants: where a seed that none of them has trained yet is waited for."""
+        return self.variants[0]
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,19 @@ def _entries(data: dict[str, Any], key: str, where: str) -> list[tuple[str, dict
     return found
 
 
+def _variants(entry: dict[str, Any], where: str) -> tuple[str, ...]:
+    """A row's sweep variants: ``variant: NAME`` or ``variants: [NAME, ...]`` (one of the two)."""
+    if ("variant" in entry) == ("variants" in entry):
+        raise EndToEndError(f"{where}: needs 'variant' (one sweep variant) or 'variants' (a list), not both")
+    if "variant" in entry:
+        return (_need(entry, "variant", where),)
+    names = entry["variants"]
+    if (not isinstance(names, list) or not names or len(set(names)) < len(names)
+            or not all(isinstance(n, str) and n.strip() for n in names)):
+        raise EndToEndError(f"{where}: 'variants' must be a list of distinct variant names, got {names!r}")
+    return tuple(names)
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and check a spec; paths in it are relative to the working directory, ``results`` to the spec's folder."""
     import yaml
@@ -144,11 +166,11 @@ def load_spec(path: str | Path) -> Spec:
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
-        unknown = set(entry) - {"key", "name", "inputs", "variant", "seeds", "target"}
+        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target"}
         if unknown:
             raise EndToEndError(f"{at}: unknown keys {sorted(unknown)}")
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
-                            _need(entry, "variant", at), _need(entry, "seeds", at, int),
+                            _variants(entry, at), _need(entry, "seeds", at, int),
                             {key: float(value) for key, value in target.items()}))
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
@@ -201,15 +223,25 @@ def score_relations_of(gold: dict[str, Any], extracted: Path) -> dict[str, Any]:
     return {"relations": score_relations(gold, pred), "repeated": repeated}
 
 
+def seed_variant(spec: Spec, model: Model, seed: int) -> str:
+    """The variant of the row that trained ``seed`` (its ``tacred ablate`` result), else the row's first; an error
+    when two of the row's variants trained it."""
+    found = [v for v in model.variants if (run_dir(spec.results, v, seed) / RESULT_FILE).exists()]
+    if len(found) > 1:
+        raise EndToEndError(f"{spec.path}, model {model.key}: seed {seed} was trained under {' and '.join(found)}; "
+                            f"keep one of {', '.join(str(run_dir(spec.results, v, seed)) for v in found)}")
+    return found[0] if found else model.variant
+
+
 def finished(spec: Spec, model: Model, seed: int) -> bool:
     """Whether this seed's record holds every operating point."""
-    record = record_path(spec, model.variant, seed)
+    record = record_path(spec, seed_variant(spec, model, seed), seed)
     return record.exists() and all(point in read_json(record) for point in OPERATING_POINTS)
 
 
 def trained(spec: Spec, model: Model, seed: int) -> bool:
     """Whether ``tacred ablate`` has finished (trained and tested) this seed of the model."""
-    return (record_path(spec, model.variant, seed).parent / RESULT_FILE).exists()
+    return (run_dir(spec.results, seed_variant(spec, model, seed), seed) / RESULT_FILE).exists()
 
 
 def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path | None:
@@ -219,7 +251,8 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     from tacred.data.ner_training import BEST, NER_FOLDER
     from tacred.experiments.results import provenance
 
-    record = record_path(spec, model.variant, seed)
+    variant = seed_variant(spec, model, seed)
+    record = record_path(spec, variant, seed)
     stored = read_json(record) if record.exists() else {}
     if all(point in stored for point in OPERATING_POINTS):
         return record
@@ -227,7 +260,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not trained(spec, model, seed):
         return None
     result = read_json(result_file)
-    run = run_dir(spec.runs_dir, model.variant, seed)
+    run = run_dir(spec.runs_dir, variant, seed)
     checkpoint = run / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
     if not checkpoint.exists():
         raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
@@ -265,7 +298,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     ner_record = read_json(ner / NER_DONE)
     added = {point: provenance() for point in OPERATING_POINTS if stored and point not in stored}
     write_json(record, {
-        "variant": model.variant, "seed": seed, "checkpoint": checkpoint.name,
+        "variant": variant, "seed": seed, "checkpoint": checkpoint.name,
         "gold": str(spec.gold), "documents": str(spec.documents),
         "gold_pairs_f1": 100 * float(result["f1"]),
         **points, "entities": entities,
@@ -288,15 +321,22 @@ def _value(record: dict[str, Any], path: tuple[str, ...], where: Path) -> float:
 
 
 def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
-    """A row's figures: per measure, the values per seed and their mean and sample std (two decimals)."""
-    records = sorted(run_dir(spec.results, model.variant, 1).parent.glob(f"seed_*/{RECORD_FILE}"))
-    seeds, values = [], {key: [] for key in MEASURES}
-    for path in records:
+    """A row's figures: per measure, the values per seed (by seed) and their mean and sample std (two decimals)."""
+    records = sorted((int(read_json(path)["seed"]), path) for variant in model.variants
+                     for path in run_dir(spec.results, variant, 1).parent.glob(f"seed_*/{RECORD_FILE}"))
+    seeds, values, variants = [], {key: [] for key in MEASURES}, []
+    for seed, path in records:
+        if seeds and seeds[-1] == seed:
+            raise EndToEndError(f"{spec.path}, model {model.key}: seed {seed} has two records ({path} and another "
+                                f"of {', '.join(model.variants)}); keep one")
         record = read_json(path)
-        seeds.append(int(record["seed"]))
+        seeds.append(seed)
+        variants.append(path.parent.parent.name)
         for key, where in MEASURES.items():
             values[key].append(_value(record, tuple(spec.operating_point if k == "OP" else k for k in where), path))
-    row: dict[str, Any] = {"variant": model.variant, "seeds": seeds, "complete": len(seeds) >= model.seeds}
+    # one variant: its name; several: each seed's (in the order of "seeds")
+    row: dict[str, Any] = ({"variant": model.variant} if len(model.variants) == 1 else {"variants": variants}) | {
+        "seeds": seeds, "complete": len(seeds) >= model.seeds}
     for key, found in values.items():
         row[key] = [round(v, 2) for v in found]
         if found:
@@ -373,4 +413,5 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
     return paths + ([update_readme(readme, table_of(table), spec.marker)] if readme is not None else [])
 
 
-__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed", "score_relations_of", "trained")
+__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed", "score_relations_of",
+           "seed_variant", "trained")

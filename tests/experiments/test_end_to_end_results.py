@@ -48,10 +48,11 @@ def write_spec(folder: Path, spec: dict | None = None) -> Path:
     return path
 
 
-def store(folder: Path, seed: int, micro: tuple[float, float, float], macro: float, ner: float) -> None:
+def store(folder: Path, seed: int, micro: tuple[float, float, float], macro: float, ner: float,
+          variant: str = "paper") -> None:
     """A record as run_seed writes it (only what the table reads)."""
     p, r, f = micro
-    out = folder / "five_seeds" / "paper" / f"seed_{seed}" / RECORD_FILE
+    out = folder / "five_seeds" / variant / f"seed_{seed}" / RECORD_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "seed": seed, "gold_pairs_f1": 60.0 + seed,
@@ -112,6 +113,11 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: s["models"][0].update(target={"macro": 1}), "models[0]: 'target' takes micro_f1, ner_f1"),
     (lambda s: s["models"][0].update(seeds="five"), "models[0]: 'seeds' must be a int"),
     (lambda s: s["models"][0].update(ner_epochs=3), "models[0]: unknown keys ['ner_epochs']"),
+    (lambda s: s["models"][0].update(variants=["paper"]), "models[0]: needs 'variant' (one sweep variant) or "
+                                                          "'variants' (a list), not both"),
+    (lambda s: s["models"][0].pop("variant"), "models[0]: needs 'variant'"),
+    (lambda s: (s["models"][0].pop("variant"), s["models"][0].update(variants=["a", "a"])),
+     "models[0]: 'variants' must be a list of distinct variant names"),
     (lambda s: s["published"][1].pop("average"), "published[1]: needs 'average'"),
 ])
 def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path: Path, change, message, capsys) -> None:
@@ -147,10 +153,39 @@ def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(t
     assert "--only nope: no such model" in capsys.readouterr().err
 
 
+def test_a_row_takes_each_seed_from_the_variant_that_trained_it(tmp_path: Path, capsys) -> None:
+    """One recipe's seeds trained under two variants of the sweep (fp32 and bf16 autocast): one row over both, each
+    seed's runs found under its own variant, and a seed trained under both an error naming both folders."""
+    spec_dict = json.loads(json.dumps(SPEC))
+    spec_dict["models"][0].pop("variant")
+    spec_dict["models"][0]["variants"] = ["paper_bf16", "paper"]
+    spec_path = write_spec(tmp_path, spec_dict)
+    store(tmp_path, 1, (60.0, 40.0, 48.0), 50.0, 80.0, variant="paper")
+    store(tmp_path, 2, (64.0, 44.0, 52.0), 54.0, 82.0, variant="paper_bf16")
+    spec = load_spec(spec_path)
+    row = measure(spec)["paper"]
+    assert row["seeds"] == [1, 2] and row["variants"] == ["paper", "paper_bf16"] and row["micro_f1_mean"] == 50.0
+    model = spec.models[0]
+    for seed, variant in ((1, "paper"), (2, "paper_bf16")):  # finished: found where its ablate result is
+        (tmp_path / "five_seeds" / variant / f"seed_{seed}" / "result.json").write_text("{}")
+        assert run_seed(spec, model, seed) == record_path(spec, variant, seed)
+    assert run_seed(spec, model, 3) is None  # trained under neither yet
+    # seed 3 waits under the first variant, where the sweep that trains it will put it
+    assert e2e_main([str(spec_path)]) == 0
+    assert "not trained yet (no tacred ablate result): paper_bf16 seed 3" in capsys.readouterr().out
+    store(tmp_path, 2, (64.0, 44.0, 52.0), 54.0, 82.0, variant="paper")
+    (tmp_path / "five_seeds" / "paper" / "seed_2" / "result.json").write_text("{}")
+    with pytest.raises(EndToEndError, match="seed 2 was trained under paper_bf16 and paper"):
+        run_seed(spec, model, 2)
+    with pytest.raises(EndToEndError, match="seed 2 has two records"):
+        measure(spec)
+
+
 def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() -> None:
     spec = load_spec(REPO / "docs" / "results" / "conll04" / "end_to_end.yaml")
     for model in spec.models:
-        assert (REPO / "configs" / "conll04" / f"{model.variant}.yaml").is_file(), model.variant
+        for variant in model.variants:
+            assert (REPO / "configs" / "conll04" / f"{variant}.yaml").is_file(), variant
     assert {m.key: m.seeds for m in spec.models} == {"paper": 5, "transformer": 5, "mpnet": 3}
     page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
     for p in spec.published:
