@@ -354,8 +354,9 @@ class PairScorer(nn.Module):
         which join each pair's position-aware layer, and its padding (P, T) → logits (P, L)."""
         net, d = self.net, self.net.embed.dim
         p, n, _ = inner.shape
-        act = F.leaky_relu(inner.view(p * n, -1), self.negative_slope)  # (P·T, F)
-        # in place: ``tail`` is this batch's own buffer (a separate input would be copied into a new result)
+        # in place, here and below: ``inner`` and ``tail`` are this batch's own buffers (and addmm with the tail as a
+        # separate input would copy it into a new result)
+        act = F.leaky_relu_(inner.view(p * n, -1), self.negative_slope)  # (P·T, F)
         total = tail.reshape(p * n, -1).addmm_(act, self.post_weight.T).view(p, n, -1)  # (P, T, D [+ A])
         # (P, T, D): PAD_STATE at padding, from the tail, so the max-pool needs no mask; the position-aware
         # softmax gives padding a weight of exactly 0
@@ -365,12 +366,12 @@ class PairScorer(nn.Module):
             logits = net.classifier(query)
             return logits if shared is None else logits.index_select(0, shared[0])
         pa = net.position_aware
-        u = total[..., d:] + pa.query(query)[:, None, :]  # (P, T, A): Zhang et al.'s u_i
+        u = total[..., d:].add_(pa.query(query)[:, None, :])  # (P, T, A): Zhang et al.'s u_i
         if shared is not None:
             of_pair, subject_bins, pad = shared
-            u = u.index_select(0, of_pair) + self.subject_features[subject_bins]
+            u = u.index_select(0, of_pair).add_(self.subject_features[subject_bins])
             states = states.index_select(0, of_pair)
-        scores = pa.score(torch.tanh(u)).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
+        scores = pa.score(u.tanh_()).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
         summary = torch.bmm(torch.softmax(scores, dim=-1)[:, None, :], states).squeeze(1)  # (P, D)
         return net.classifier(summary)  # (P, L)
 
