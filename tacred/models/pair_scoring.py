@@ -4,14 +4,13 @@ In evaluation mode the network's input for a pair is the sentence's embeddings p
 (17 rows) plus, under entity masking, a few changed word rows; everything before the attention softmax is linear in
 that input, so the sentence's q, k, v and relative-query projections are computed once and each pair adds a table
 row (and the projections of its changed rows). A pair's attention logits need no q or k of its own: q·kᵀ and the
-relative scores split into the sentence's (S, H, T, T) terms, rows of 17-row tables and a product with the one-hot
-of the columns' bins (:meth:`PairScorer._attend_tables`), plus, for the rows entity masking rewrote, one row and one
-column of corrections each (each distinct rewritten row of a sentence computed once). Nor values of its own: they
-are its sentence's plus the object rows', so the attention weights of all a sentence's pairs meet the sentence's
-values in one product, and the object rows' through the weights summed by bin. After the softmax the block has no
-residual around the attention and batch norm and RReLU are affine, so the output projection, the first norm and the
-first feed-forward layer fold into one F × D matrix, whose share of each head is applied to v before the attention
-(the weights sum to 1), and the second norm folds into the second feed-forward layer. Being linear, a sentence's rows are sums of precomputed rows of its words (the most
+relative scores split into the sentence's (S, H, T, T) terms and terms gathered from 17-row tables
+(:meth:`PairScorer._attend_tables`), plus, for the rows entity masking rewrote, one row and one column of
+corrections each (each distinct rewritten row of a sentence computed once), so only the attention weights times v
+run per pair. After the softmax the block has no residual around the attention and batch norm and RReLU are
+affine, so the output projection, the first norm and the first feed-forward layer fold into one F × D matrix, whose
+share of each head is applied to v before the attention (the weights sum to 1), and the second norm folds into the
+second feed-forward layer. Being linear, a sentence's rows are sums of precomputed rows of its words (the most
 frequent ones; a product for the rest), tags and biases. Without entity masking a pair's subject enters only the
 position-aware layer (its position features), so the pairs that share a sentence and an object share everything
 before it, computed once for them. The rest (the position-aware attention, the classifier) runs per pair as in
@@ -212,18 +211,14 @@ class PairScorer(nn.Module):
         # q_o·k_oᵀ per head (H, 17, 17)
         self.register_buffer("object_object", self.object_heads[0] @ self.object_heads[1].transpose(-1, -2),
                              persistent=False)
-        # what an object row and a subject row add to a pair's row after the attention (x·s2, W_h's columns): the object
-        # row's share of the bank, and each argument's position features
-        object_own = object_rows[:, own + width:].clone()
+        # what an object row and a subject row add to a pair's own columns (the values, x·s2, W_h's): the object row's
+        # share of the bank, and each argument's position features
+        object_own = object_rows[:, self.columns["own"]].clone()
         subject_own = torch.zeros_like(object_own)
         if object_features is not None:
-            object_own[:, d:] += object_features
-            subject_own[:, d:] = self.subject_features
+            object_own[:, width + d:] += object_features
+            subject_own[:, width + d:] = self.subject_features
         self.register_buffer("argument_rows", torch.cat([object_own, subject_own]), persistent=False)
-        # the object rows' values through each head's share of the folded map, (H·17, F) as the weights summed by bin
-        # meet them
-        self.register_buffer("object_values", object_rows[:, own:own + width].reshape(rows, heads, -1).transpose(0, 1)
-                             .reshape(heads * rows, -1), persistent=False)
         # the rows of the bank that sentences sum (:func:`uses_word_tables`)
         self.word_rows = 0
         if not uses_word_tables(net.cfg):
@@ -295,13 +290,13 @@ class PairScorer(nn.Module):
             rows = (pairs.pair_words != pairs.words[sent]).nonzero(as_tuple=True)  # the rows entity masking rewrote
             if rows[0].numel():
                 masked = (*rows, pairs.pair_words[rows])
-                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, masked)
+                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, pad, masked)
                 return self._after_attention(inner, tail, pad)
             # no rewritten rows: the subject enters only the position-aware layer, so the pairs that share a sentence
             # and an object (its binned positions) share everything before it, computed once for them
             group_sent, group_bins, of_pair = _objects(sent, bins)
             group_pad = pairs.pad_mask[group_sent]
-            inner, tail = self._attend_tables(pairs, group_sent, group_bins, None)
+            inner, tail = self._attend_tables(pairs, group_sent, group_bins, None, group_pad)
             return self._after_attention(inner, tail, group_pad, (of_pair, subject_bins, pad))
         # the sentences' inputs, each once; a pair's input differs from its sentence's by the object-position row
         # and by the words that entity masking changed
@@ -381,29 +376,26 @@ class PairScorer(nn.Module):
         return net.classifier(summary)  # (P, L)
 
     def _attend_tables(self, pairs: SentencePairs, sent: torch.Tensor, bins: torch.Tensor,
-                       subject_bins: torch.Tensor | None,
+                       subject_bins: torch.Tensor | None, pad: torch.Tensor,
                        masked: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
-        pair's own q, k, W^r x or v: with q = q_s + q_o[b] and k = k_s + k_o[b] (s: the sentence, o: the 17-row
-        table, b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_o[b_t]·k_sᵀ + (q_s + q_o[b_t])·k_o[b_u]ᵀ and W^r x·m = the
-        sentence's term + r_o[b_t]·m[u - t], so a pair's logits are a sum of three rows gathered per token (its
-        sentence's, the object row's relative terms, q_o[b_t]·k_s) plus a product with the one-hot of the columns'
-        bins; likewise its values are its sentence's plus the object rows', so the attention weights meet the
-        sentence's values in one product per sentence and the object rows' through the weights summed by bin.
-        ``sent`` (P,): each pair's sentence (a run of adjacent pairs of one sentence: one values product);
-        ``bins``/``subject_bins`` (P, T): the binned positions (``subject_bins`` None: the subject's position features
-        are left out of the tail).
-        ``masked``: the (pair, token) rows entity masking rewrote and the word each now holds (M,); a rewritten row
-        adds Δq = δ·W_q to its q (δ: its word embedding's change; and Δk, Δr, Δv), so its pair's logits gain
-        Δq·kᵀ along the row, q·Δkᵀ down the column and Δq·Δkᵀ where two rewritten rows meet
-        (:meth:`_add_masked_terms`), and its values Δv where the weights reach the row.
+        pair's own q, k or W^r x: with q = q_s + q_o[b] and k = k_s + k_o[b] (s: the sentence, o: the 17-row table,
+        b: the row's bin), q·kᵀ = q_s·k_sᵀ + q_s·k_o[b_u]ᵀ + q_o[b_t]·k_sᵀ + q_o[b_t]·k_o[b_u]ᵀ and W^r x·m = the
+        sentence's term + a (17, 2T-1) table's, so a pair's logits are its sentence's (S, H, T, T) plus rows and
+        columns gathered from small tables, and only v and the rows after the attention are the pair's own.
+        ``sent`` (P,): each pair's sentence; ``bins``/``subject_bins`` (P, T): the binned positions (``subject_bins``
+        None: the subject's position features are left out of the tail). ``masked``: the (pair, token) rows entity
+        masking rewrote and the word each now holds (M,); a rewritten row
+        adds Δq = δ·W_q to its q (δ: its word embedding's change; and Δk, Δr, Δv), so its pair's logits gain Δq·kᵀ
+        along the row,
+        q·Δkᵀ down the column and Δq·Δkᵀ where two rewritten rows meet (:meth:`_masked_terms`).
         → the inner feed-forward's input (P, T, F) and each row's tail for :meth:`_after_attention`
         (P, T, D [+ A])."""
         att, cols = self.attention, self.columns
         s, n = pairs.words.shape
         h, dh, k = att.num_heads, att.head_dim, self.object_table.shape[0]
-        p, f, width = sent.shape[0], self.fold_bias.shape[0], cols["values"]
+        p = sent.shape[0]
         maps = self._sentence_rows(pairs)  # (S·T, N): q, k, W^r..., then the values, x·s2, [W_h]
         q_s, k_s, *r_s = (maps[:, c].reshape(s, n, h, dh).transpose(1, 2)
                           for c in (cols["q"], cols["k"], *cols["r"]))  # (S, H, T, Dh)
@@ -411,36 +403,37 @@ class PairScorer(nn.Module):
         steps = torch.arange(n, device=maps.device)
         distances = steps[None, :] - steps[:, None] + n - 1  # (T, T): the column of distance u - t
         sentence = q_s @ k_s.transpose(-1, -2)  # (S, H, T, T)
-        object_relative = maps.new_zeros(h, k, 2 * n - 1)  # r_o·m for each object row and distance
+        object_terms = self.object_object[:, :, :, None].expand(-1, -1, -1, 2 * n - 1)  # (H, 17, 17, 2T-1)
         for bias, r_sent, r_obj in zip(self.relative, r_s, r_o, strict=True):
             m = bias.m[:, clipped_distances(n, bias.max_distance, maps.device)] * (1.0 / math.sqrt(bias.head_dim))
             sentence = sentence + (r_sent @ m.transpose(-1, -2)).gather(-1, distances.expand(s, h, n, n))
-            object_relative += r_obj @ m.transpose(-1, -2)  # (H, 17, 2T-1)
-        sentence.masked_fill_(pairs.pad_mask[:, None, None, :], float("-inf"))  # padding's keys, once per sentence
-        # a pair's logits in the layout (T, H, T): each token's row summed from three tables of (H·T)-wide rows
-        summed = torch.cat([sentence.transpose(1, 2).reshape(s * n, h * n),  # q_s·k_sᵀ and the relative terms
-                            object_relative[:, :, distances].permute(1, 2, 0, 3).reshape(k * n, h * n),  # r_o·m
-                            (q_o[None] @ k_s.transpose(-1, -2)).transpose(1, 2).reshape(s * k, h * n)])  # q_o·k_s
-        tokens = (sent[:, None] * n + steps).reshape(-1)  # (P·T,): each pair token's sentence row
-        index = torch.stack([tokens, (s * n + bins * n + steps).reshape(-1),
-                             (s * n + k * n + sent[:, None] * k + bins).reshape(-1)], dim=1)
-        logits = F.embedding_bag(index, summed, mode="sum").view(p, n * h, n)  # (P, T·H, T)
-        # (q_s + q_o[b_t])·k_o[b_u]: each row's 17 scores against the object rows' keys, times the columns' one-hot
-        against = torch.cat([(q_s @ k_o.transpose(-1, -2)[None]).transpose(1, 2).reshape(s * n, h * k),
-                             self.object_object.transpose(0, 1).reshape(k, h * k)])
-        rows = F.embedding_bag(torch.stack([tokens, bins.reshape(-1) + s * n], dim=1), against, mode="sum")
-        one_hot = F.one_hot(bins, k).to(maps.dtype)  # (P, T, 17)
-        logits.baddbmm_(rows.view(p, n * h, k), one_hot.transpose(1, 2))
-        logits = logits.view(p, n, h, n)
-        # the columns each pair's row has of its own after the attention (x·s2, W_h's columns and both position
-        # features): its sentence row's plus its object's and its subject's rows
-        own = cols["own"].start + width
-        index = [tokens, bins.reshape(-1) + s * n]
+            object_terms = object_terms + (r_obj @ m.transpose(-1, -2))[:, :, None, :]  # (H, 17, 1, 2T-1)
+        sentence_object = q_s @ k_o.transpose(-1, -2)[None]  # (S, H, T, 17): q_s·k_o
+        object_sentence = q_o[None] @ k_s.transpose(-1, -2)  # (S, H, 17, T): q_o·k_s
+        # each pair's index into the (17, 17, 2T-1) table of a head: (b_t, b_u, u - t)
+        # the logits before any rewritten row's terms depend on the sentence and the object's bins alone: under
+        # entity masking they are assembled once for the pairs that share both where that at least halves them
+        # (each pair then copies its group's, one pass more; the caller groups unmasked pairs itself)
+        base_sent, base_bins, of_pair = sent, bins, None
+        if masked is not None:
+            objects = _objects(sent, bins)
+            if 2 * len(objects[0]) <= len(sent):
+                base_sent, base_bins, of_pair = objects
+        g = base_sent.shape[0]
+        table_index = ((base_bins[:, :, None] * k + base_bins[:, None, :]) * (2 * n - 1) + distances[None]).view(g, -1)
+        columns = base_bins[:, None, :].expand(g, n, n)  # b_u
+        rows_of = base_bins[:, :, None].expand(g, n, n)  # b_t
+        # the columns each pair's row has of its own, in one pass: its sentence row's plus its object's and its
+        # subject's rows (embedding_bag sums them): the values (each head's through its share of the folded map), then
+        # what the row adds after the attention (x·s2, W_h's columns and both position features)
+        own = (sent[:, None] * n + steps).reshape(-1)
+        summed = [own, bins.reshape(-1) + s * n]
         if subject_bins is not None:
-            index.append(subject_bins.reshape(-1) + (s * n + k))
-        tail = F.embedding_bag(torch.stack(index, dim=1), torch.cat([maps[:, own:], self.argument_rows]),
-                               mode="sum").view(p, n, -1)  # (P, T, D [+ A])
-        moved_values = None
+            summed.append(subject_bins.reshape(-1) + (s * n + k))
+        index = torch.stack(summed, dim=1)
+        pair_rows = F.embedding_bag(index, torch.cat([maps[:, cols["own"]], self.argument_rows]), mode="sum")
+        pair_rows = pair_rows.view(p, n, -1)  # (P, T, H·F + D [+ A])
+        terms = None
         if masked is not None:
             pm, tm, written = masked
             # each distinct rewritten row (a sentence's token and the mask word over it) once: δ·W, the mask word's
@@ -449,42 +442,35 @@ class PairScorer(nn.Module):
             distinct, which = torch.unique((sent[pm] * n + tm) * words + written, return_inverse=True)
             first = torch.empty_like(distinct).scatter_(0, which, torch.arange(len(which), device=which.device))
             moved = self._word_rows(distinct % words) - self._word_rows(pairs.words.view(-1)[distinct // words])
-            tail.index_put_((pm, tm), moved[:, own:].index_select(0, which), accumulate=True)
-            slots = self._add_masked_terms(logits, pm, tm, which, moved[:, cols["logits"]], first, sent, bins, q_s,
-                                           k_s, q_o, k_o)
-            moved_values = (slots, moved[:, cols["own"].start:own])
-        weights = torch.softmax(logits, dim=-1)  # (P, T, H, T)
-        # the values through the folded map: the object rows' through the weights summed by the columns' bins, then
-        # each sentence's own in one product for all its pairs, then the rewritten rows'
-        by_bin = torch.bmm(weights.view(p, n * h, n), one_hot).view(p * n, h * k)
-        inner = torch.addmm(self.fold_bias, by_bin, self.object_values)  # (P·T, F)
-        values = maps[:, cols["own"].start:own].reshape(s, n, h, f).transpose(1, 2).reshape(s, h * n, f)
-        start = 0
-        for sentence_id, count in zip(*(x.tolist() for x in torch.unique_consecutive(sent, return_counts=True)),
-                                      strict=True):
-            end = start + count
-            inner[start * n:end * n].addmm_(weights[start:end].reshape(count * n, h * n), values[sentence_id])
-            start = end
-        inner = inner.view(p, n, f)
-        if moved_values is not None:
-            (rows_of, positions), moved = moved_values
-            per_pair = positions.shape[1]
-            changes = F.pad(moved.view(-1, h, f), (0, 0, 0, 0, 0, 1))[rows_of]  # (P, K, H, F); K empty: zeros
-            reached = weights.gather(3, positions[:, None, None, :].expand(p, n, h, per_pair))  # (P, T, H, K)
-            inner.baddbmm_(reached.view(p, n, h * per_pair), changes.transpose(1, 2).reshape(p, h * per_pair, f))
-        return inner, tail
+            pair_rows.index_put_((pm, tm), moved[:, cols["own"]].index_select(0, which), accumulate=True)
+            terms = self._masked_terms(pm, tm, which, moved[:, cols["logits"]], first, sent, bins, q_s, k_s, q_o, k_o)
+        keys = pad[:, None, :]
+        f = self.fold_bias.shape[0]
+        inner = self.fold_bias.expand(p, n, f)  # the heads' shares add up to the inner feed-forward's input
+        rows = pair_rows[..., :cols["values"]]
+        for i in range(h):
+            logits = sentence[:, i].index_select(0, base_sent)  # (G, T, T)
+            logits += sentence_object[:, i].index_select(0, base_sent).gather(2, columns)
+            logits += object_sentence[:, i].index_select(0, base_sent).gather(1, rows_of)
+            logits += object_terms[i].reshape(-1).take(table_index).view(g, n, n)
+            if of_pair is not None and terms is not None:  # into this head's terms, the pairs' own (P, T, T) buffer
+                logits = terms[i].add_(logits.index_select(0, of_pair))
+            elif terms is not None:
+                logits += terms[i]
+            weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)
+            share = rows[..., i * f:(i + 1) * f]
+            inner = torch.baddbmm(inner, weights, share) if i == 0 else inner.baddbmm_(weights, share)  # (P, T, F)
+        return inner, pair_rows[..., cols["values"]:]
 
-    def _add_masked_terms(self, logits: torch.Tensor, pm: torch.Tensor, tm: torch.Tensor, which: torch.Tensor,
-                          moved: torch.Tensor, first: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor,
-                          q_s: torch.Tensor, k_s: torch.Tensor, q_o: torch.Tensor, k_o: torch.Tensor
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add what the M rewritten rows (pair ``pm``, token ``tm``) add to their pairs' ``logits`` (P, T, H, T), in
-        place: along each rewritten row Δq·k_baseᵀ + Δr·m (k_base: the pair's k before the rewrite), down each
+    def _masked_terms(self, pm: torch.Tensor, tm: torch.Tensor, which: torch.Tensor, moved: torch.Tensor,
+                      first: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, q_s: torch.Tensor,
+                      k_s: torch.Tensor, q_o: torch.Tensor, k_o: torch.Tensor) -> torch.Tensor:
+        """What the M rewritten rows (pair ``pm``, token ``tm``) add to their pairs' logits, as one (H, P, T, T)
+        tensor: along each rewritten row Δq·k_baseᵀ + Δr·m (k_base: the pair's k before the rewrite), down each
         rewritten column q_base·Δkᵀ, and Δq·Δkᵀ where a pair's rewritten rows meet. A sentence's token rewritten
         with the same mask word is the same row in all its pairs: ``which`` (M,) names it among the U distinct ones,
         ``moved`` (U, (2 + R)·D) holds its δ through W_q, W_k and each W^r, ``first`` (U,) one of its rewritten rows;
-        its terms with the sentence's own rows are computed once. → each pair's rewritten rows as slots (P, K): the
-        distinct row of each (U where a pair has fewer than K) and its token (0 there)."""
+        its terms with the sentence's own rows are computed once."""
         s, h, n, dh = q_s.shape
         p, u = sent.shape[0], moved.shape[0]
         dq, dk, *dr = (x.reshape(u, h, dh).transpose(0, 1) for x in moved.split(h * dh, dim=-1))  # (H, U, Dh)
@@ -503,8 +489,10 @@ class PairScorer(nn.Module):
         b = bins[pm][None].expand(h, -1, -1)  # (H, M, T)
         along = along[:, which] + (dq @ k_o.transpose(1, 2))[:, which].gather(2, b)  # (H, M, T)
         down = down[:, which] + (dk @ q_o.transpose(1, 2))[:, which].gather(2, b)
-        logits.index_put_((pm, tm), along.transpose(0, 1), accumulate=True)  # rows (M, H, T)
-        logits.permute(0, 3, 1, 2).index_put_((pm, tm), down.permute(1, 2, 0), accumulate=True)  # columns (M, T, H)
+        terms = torch.zeros(h, p, n, n, dtype=moved.dtype, device=moved.device)
+        by_row = terms.permute(1, 2, 3, 0)  # (P, T, T, H), a view
+        by_row.index_put_((pm, tm), along.permute(1, 2, 0), accumulate=True)
+        by_row.transpose(1, 2).index_put_((pm, tm), down.permute(1, 2, 0), accumulate=True)
         # the pairs' own rewritten rows against each other: slots within each pair (empty ones: distinct row U, whose
         # terms are 0, at token 0)
         meet = F.pad(dq @ dk.transpose(1, 2), (0, 1, 0, 1))  # (H, U + 1, U + 1)
@@ -515,9 +503,9 @@ class PairScorer(nn.Module):
         positions[pm, slot] = tm
         pairs = torch.arange(p, device=pm.device)[:, None, None]
         values = meet[:, rows[:, :, None], rows[:, None, :]]  # (H, P, K, K)
-        logits.transpose(2, 3).index_put_((pairs, positions[:, :, None], positions[:, None, :]),
-                                          values.permute(1, 2, 3, 0), accumulate=True)
-        return rows, positions
+        by_row.index_put_((pairs, positions[:, :, None], positions[:, None, :]), values.permute(1, 2, 3, 0),
+                          accumulate=True)
+        return terms
 
     def _attend(self, x: torch.Tensor, heads: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """The attention core of :class:`MultiHeadSelfAttention` with q, k, v (and W^r x) given as ``heads``
@@ -628,18 +616,16 @@ def pair_flops(net: RelationNetwork, length: int, factored: bool = True, masked_
     bank = heads + a  # the heads' projections and W_h·diag(s2) of the input
     if not _reads_input(layer.attention):
         # the attention logits from tables: q·kᵀ, W^r x·m and the object terms once per sentence; per pair (per
-        # object without rewritten rows) the product with the one-hot of the columns' bins, the weights times the
-        # values already through the folded map (the sentence's, and the object rows' through the weights summed by
-        # bin), and the outer feed-forward; a rewritten row's row and column of the logits and its values
+        # object without rewritten rows) the weights times the values already through the folded map, and the outer
+        # feed-forward; a rewritten row's row and column of the logits
         rows, h = 2 * net.embed.max_bin + 1, layer.attention.num_heads  # the object rows, the heads
         width = (2 + separate) * d + h * f + d + a  # the bank's columns
         words = computed_rows * 2 * t * cfg.word_dim * width if uses_word_tables(cfg) else 2.0 * t * d * width
         sentence = 2 * t * t * d + 2 * 2 * t * rows * d + len(relative) * 2 * t * (2 * t - 1) * d
-        one_hot = 2 * 2 * t * h * rows * t + 2 * t * h * rows * f
-        attended = 2 * t * t * h * f + one_hot + 2 * t * f * (d + a) + query
+        attended = 2 * t * t * h * f + 2 * t * f * (d + a) + query
         if masked_rows == 0:
             return words + sentence, attended, pooled
-        rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d + 2 * t * h * f)
+        rewritten = masked_rows * (2 * 2 * t * d + len(relative) * 2 * (2 * t - 1) * d)  # its row and column
         return words + sentence, 0.0, attended + pooled + rewritten
     feed_forward = 2 * t * d * f + 2 * t * f * (d + a)
     per_pair = masked_rows * 2 * cfg.word_dim * bank + attention + feed_forward + query + pooled
