@@ -16,8 +16,11 @@ SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_
 SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
 convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows); then `models`
 (key, name, inputs, variant, seeds, optional target: micro_f1, ner_f1; `variants: [A, B]` in place of `variant`
-where a recipe's seeds were trained under several of the sweep's variants, each seed from the one that trained it)
-and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source).
+where a recipe's seeds were trained under several of the sweep's variants, each seed from the one that trained it;
+optional ner: KEY) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source). Optional
+`ners` (key, name, args: options of `tacred ner train`, e.g. [--encoder, transformer, --pretrained, mpnet]): a NER
+trained once a seed under RUNS/ner/KEY/seed_S and used by every row that names it (ner: KEY), whose extractions go
+to RUNS/VARIANT/seed_S/ner_KEY/ and whose record is end_to_end_ner_KEY.json; rows without one train their own.
 
 For each run whose `tacred ablate` result is in and that has no OUT/VARIANT/seed_S/end_to_end.json yet: a NER
 trained on the dataset's own entities with the run's seed (RUNS/VARIANT/seed_S/ner, `tacred ner train`); a

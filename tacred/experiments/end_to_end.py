@@ -65,11 +65,28 @@ class Model:
     variants: tuple[str, ...]
     seeds: int
     target: dict[str, float] = field(default_factory=dict)
+    ner: str | None = None  # a key of the spec's `ners`; None: each run trains its own (`tacred ner train` defaults)
 
     @property
     def variant(self) -> str:
         """The first of the row's variants: where a seed that none of them has trained yet is waited for."""
         return self.variants[0]
+
+    @property
+    def record_file(self) -> str:
+        """The row's record in each seed's results folder: one per NER, so rows of one sweep with different NERs
+        keep their own."""
+        return RECORD_FILE if self.ner is None else f"end_to_end_ner_{self.ner}.json"
+
+
+@dataclass(frozen=True)
+class NerRecipe:
+    """A NER that rows of the table may share: ``tacred ner train`` with ``args`` (after the spec's ``--max_epochs``
+    ``ner_epochs``, so they may change it), trained once a seed under ``RUNS/ner/KEY/seed_S``."""
+
+    key: str
+    name: str
+    args: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,7 @@ class Spec:
     operating_point: str
     models: tuple[Model, ...]
     published: tuple[Published, ...]
+    ners: dict[str, NerRecipe] = field(default_factory=dict)
 
 
 def _need(entry: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
@@ -149,7 +167,7 @@ def load_spec(path: str | Path) -> Spec:
     where = str(path)
     if not isinstance(data, dict) or not isinstance(data.get("end_to_end"), dict):
         raise EndToEndError(f"{where}: expected a mapping with an 'end_to_end' section")
-    unknown = set(data) - {"end_to_end", "title", "measure", "marker", "models", "published"}
+    unknown = set(data) - {"end_to_end", "title", "measure", "marker", "models", "published", "ners"}
     if unknown:
         raise EndToEndError(f"{where}: unknown keys {sorted(unknown)}")
     e2e = data["end_to_end"]
@@ -161,17 +179,26 @@ def load_spec(path: str | Path) -> Spec:
     point = e2e.get("operating_point", "dev_f1")
     if point not in OPERATING_POINTS:
         raise EndToEndError(f"{section}: operating_point must be one of {', '.join(OPERATING_POINTS)}, got {point!r}")
+    ners = {}
+    for at, entry in _entries(data, "ners", where):
+        recipe = _ner_recipe(entry, at)
+        if recipe.key in ners:
+            raise EndToEndError(f"{at}: the key {recipe.key!r} is used twice")
+        ners[recipe.key] = recipe
     models = []
     for at, entry in _entries(data, "models", where):
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
-        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target"}
+        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner"}
         if unknown:
             raise EndToEndError(f"{at}: unknown keys {sorted(unknown)}")
+        ner = entry.get("ner")
+        if ner is not None and ner not in ners:
+            raise EndToEndError(f"{at}: 'ner' {ner!r} is none of the spec's ners ({', '.join(ners) or 'none listed'})")
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
                             _variants(entry, at), _need(entry, "seeds", at, int),
-                            {key: float(value) for key, value in target.items()}))
+                            {key: float(value) for key, value in target.items()}, ner))
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
     published = []
@@ -185,7 +212,29 @@ def load_spec(path: str | Path) -> Spec:
                 path.parent / _need(e2e, "results", section), Path(_need(e2e, "runs_dir", section)),
                 Path(_need(e2e, "gold", section)), Path(_need(e2e, "train_data", section)),
                 Path(_need(e2e, "documents", section)), Path(_need(e2e, "data_dir", section)),
-                int(e2e.get("ner_epochs", 30)), point, tuple(models), tuple(published))
+                int(e2e.get("ner_epochs", 30)), point, tuple(models), tuple(published), ners)
+
+
+def _ner_recipe(entry: dict[str, Any], where: str) -> NerRecipe:
+    """A ``ners`` entry (key, name, args), its args checked by ``tacred ner train``'s own parser."""
+    from tacred.commands.ner import build_parser
+
+    unknown = set(entry) - {"key", "name", "args"}
+    if unknown:
+        raise EndToEndError(f"{where}: unknown keys {sorted(unknown)}")
+    args = entry.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise EndToEndError(f"{where}: 'args' must be a list of texts (tacred ner train options), got {args!r}")
+    if {"--data", "--out", "--seed"} & {a.split("=")[0] for a in args}:
+        raise EndToEndError(f"{where}: 'args' cannot set --data, --out or --seed (the spec and the seed do)")
+    try:
+        build_parser().parse_args(["train", "--data", "D", "--out", "O", *args])
+    except SystemExit:
+        raise EndToEndError(f"{where}: 'args' {' '.join(args)}: not options of tacred ner train") from None
+    key = _need(entry, "key", where)
+    if not key.replace("_", "").isalnum():
+        raise EndToEndError(f"{where}: 'key' {key!r} must be letters, digits and underscores (it names folders)")
+    return NerRecipe(key, _need(entry, "name", where), tuple(args))
 
 
 def is_end_to_end(path: str | Path) -> bool:
@@ -200,8 +249,8 @@ def is_end_to_end(path: str | Path) -> bool:
     return isinstance(data, dict) and "end_to_end" in data
 
 
-def record_path(spec: Spec, variant: str, seed: int) -> Path:
-    return run_dir(spec.results, variant, seed) / RECORD_FILE
+def record_path(spec: Spec, variant: str, seed: int, model: Model | None = None) -> Path:
+    return run_dir(spec.results, variant, seed) / (RECORD_FILE if model is None else model.record_file)
 
 
 def _step(command: list[str], log: Path) -> None:
@@ -235,7 +284,7 @@ def seed_variant(spec: Spec, model: Model, seed: int) -> str:
 
 def finished(spec: Spec, model: Model, seed: int) -> bool:
     """Whether this seed's record holds every operating point."""
-    record = record_path(spec, seed_variant(spec, model, seed), seed)
+    record = record_path(spec, seed_variant(spec, model, seed), seed, model)
     return record.exists() and all(point in read_json(record) for point in OPERATING_POINTS)
 
 
@@ -252,7 +301,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     from tacred.experiments.results import provenance
 
     variant = seed_variant(spec, model, seed)
-    record = record_path(spec, variant, seed)
+    record = record_path(spec, variant, seed, model)
     stored = read_json(record) if record.exists() else {}
     if all(point in stored for point in OPERATING_POINTS):
         return record
@@ -265,10 +314,13 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not checkpoint.exists():
         raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
                             f"{spec.runs_dir}?)")
-    ner = run / NER_FOLDER
+    recipe = spec.ners[model.ner] if model.ner is not None else None
+    # the run's own NER, or the recipe's for this seed (shared by the rows that name it); where this row extracts
+    ner = run / NER_FOLDER if recipe is None else run_dir(spec.runs_dir / NER_FOLDER, recipe.key, seed)
+    work = run if recipe is None else run / f"ner_{recipe.key}"
     if not (ner / NER_DONE).exists():
         _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
-               "--max_epochs", str(spec.ner_epochs)], run / "ner.log")
+               "--max_epochs", str(spec.ner_epochs), *(recipe.args if recipe else ())], ner.parent / f"{ner.name}.log")
     from tacred.data.conll04 import read_conll04, spacy_entities
     from tacred.data.spacy_pipeline import load_spacy
     from tacred.evaluation.end_to_end import gold_documents, score_entities
@@ -290,10 +342,10 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
             threshold = str(threshold_file)
             tuned = read_json(threshold_file)
             value = tuned["relation_thresholds"] if "relation_thresholds" in tuned else tuned["no_relation_threshold"]
-        extracted = run / f"extracted_{point}"
+        extracted = work / f"extracted_{point}"
         _step(["extract", str(spec.documents), "--ckpt_path", str(checkpoint), "--ner", str(ner),
                "--threshold", threshold, "--output", str(extracted), "--num_threads", str(num_threads)],
-              run / f"extract_{point}.log")
+              work / f"extract_{point}.log")
         points[point] = {"threshold": value, **score_relations_of(gold, extracted)}
     ner_record = read_json(ner / NER_DONE)
     added = {point: provenance() for point in OPERATING_POINTS if stored and point not in stored}
@@ -302,8 +354,9 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         "gold": str(spec.gold), "documents": str(spec.documents),
         "gold_pairs_f1": 100 * float(result["f1"]),
         **points, "entities": entities,
+        **({"ner": recipe.key, "ner_folder": str(ner)} if recipe else {}),
         "ner_training": {k: ner_record.get(k) for k in ("encoder", "base_model", "seed", "max_epochs", "seconds",
-                                                        "spacy")}
+                                                        "spacy", "learn_rate", "bf16") if k in ner_record}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
         **({"commit": stored["commit"], "environment": stored["environment"]} if stored else provenance()),
         **({"added_later": stored.get("added_later", {}) | added} if added or "added_later" in stored else {}),
@@ -323,7 +376,7 @@ def _value(record: dict[str, Any], path: tuple[str, ...], where: Path) -> float:
 def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
     """A row's figures: per measure, the values per seed (by seed) and their mean and sample std (two decimals)."""
     records = sorted((int(read_json(path)["seed"]), path) for variant in model.variants
-                     for path in run_dir(spec.results, variant, 1).parent.glob(f"seed_*/{RECORD_FILE}"))
+                     for path in run_dir(spec.results, variant, 1).parent.glob(f"seed_*/{model.record_file}"))
     seeds, values, variants = [], {key: [] for key in MEASURES}, []
     for seed, path in records:
         if seeds and seeds[-1] == seed:

@@ -20,7 +20,7 @@ from tacred.data.ner_training import (
     NerTrainingError,
     doc_bin,
     model_folder,
-    pretrained_bert,
+    pretrained_encoder,
     saved_ner,
     train_ner,
     transformer_config,
@@ -153,24 +153,23 @@ def test_map_ner_keeps_a_trained_ner_s_tacred_names_and_maps_spacy_s_as_before()
     assert map_ner("WORK_OF_ART") == "MISC" and map_ner("Peop") == "MISC" and map_ner("") == "O"
 
 
-def test_the_transformer_config_reads_the_model_folder_and_schedules_its_steps_from_the_epochs(tmp_path) -> None:
+def test_the_transformer_config_names_the_model_folder_and_schedules_its_steps_from_the_epochs(tmp_path) -> None:
     from thinc.api import Config
 
-    model = pretrained_bert("minilm")
-    assert model.shape["hidden_width"] == 384 and model.shape["num_hidden_layers"] == 6
-    assert model.lowercase and model.strip_accents  # all-MiniLM-L6-v2 is uncased
-    config = Config().from_str(transformer_config(model, tmp_path / "t.spacy", tmp_path / "d.spacy", seed=4,
-                                                  max_epochs=20, train_sentences=922, eval_frequency=50))
+    from tacred.data.ner_encoder import ARCHITECTURE
+
+    folder = pretrained_encoder("minilm")
+    config = Config().from_str(transformer_config(folder, tmp_path / "t.spacy", tmp_path / "d.spacy", seed=4,
+                                                  max_epochs=20, train_sentences=922, eval_frequency=50,
+                                                  learn_rate=1e-4, bf16=True))
     steps = 20 * -(-922 // TRANSFORMER_BATCH)  # 29 batches of sentences an epoch
     assert config["training"]["max_steps"] == steps == 580 and config["training"]["patience"] == 0
-    assert config["training"]["optimizer"]["learn_rate"]["warmup_steps"] == 58
-    assert config["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
-    assert config["components"]["transformer"]["model"]["hidden_width"] == 384
-    assert config["components"]["ner"]["model"]["tok2vec"]["width"] == 384
-    loaders = config["initialize"]["components"]["transformer"]
-    assert loaders["encoder_loader"]["name"] == str(model.folder)  # a folder: nothing is fetched from a hub
-    assert loaders["piecer_loader"]["path"] == str(model.folder / "vocab.txt") and loaders["piecer_loader"]["lowercase"]
-    assert config["nlp"]["pipeline"] == ["transformer", "ner"] and config["system"]["seed"] == 4
+    schedule = config["training"]["optimizer"]["learn_rate"]
+    assert schedule["warmup_steps"] == 58 and schedule["total_steps"] == steps and schedule["initial_rate"] == 1e-4
+    tok2vec = config["components"]["ner"]["model"]["tok2vec"]
+    assert tok2vec["@architectures"] == ARCHITECTURE and tok2vec["bf16"] is True
+    assert tok2vec["folder"] == str(folder) and Path(tok2vec["folder"]).is_dir()  # a folder: nothing is fetched
+    assert config["nlp"]["pipeline"] == ["ner"] and config["system"]["seed"] == 4
 
 
 def test_a_model_folder_the_encoder_cannot_read_is_an_error_naming_it(tmp_path: Path) -> None:
@@ -178,21 +177,19 @@ def test_a_model_folder_the_encoder_cannot_read_is_an_error_naming_it(tmp_path: 
         train_ner(release(tmp_path / "data"), tmp_path / "ner", encoder="bert")
     folder = tmp_path / "model"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"model_type": "roberta"}))
-    with pytest.raises(NerTrainingError, match=r"model.*: no vocab\.txt"):
-        pretrained_bert(str(folder))
-    (folder / "vocab.txt").write_text("[PAD]\n")
-    with pytest.raises(NerTrainingError, match=r"config\.json: model_type 'roberta'; .* BERT-family models"):
-        pretrained_bert(str(folder))
-    with pytest.raises(NerTrainingError, match="--pretrained nowhere: not a model folder"):
-        pretrained_bert("nowhere")
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(NerTrainingError, match=r"--pretrained .*model: no tokenizer\.json; .* fast tokenizer"):
+        pretrained_encoder(str(folder))
+    with pytest.raises(NerTrainingError, match="--pretrained nowhere: nowhere: not a model folder"):
+        pretrained_encoder("nowhere")
+    assert not (tmp_path / "ner").exists()
 
 
 @pytest.mark.slow
 def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_trained_pipeline(
         tmp_path: Path, checkpoint: Path, capsys) -> None:
-    """The fine-tuned MiniLM NER: trained from the packaged weights, and sourced into the extraction pipeline (its NER
-    takes a copy of the encoder it listened to) with the entities it finds on its own."""
+    """The fine-tuned MiniLM NER: trained from the packaged weights, saved with them, and sourced into the extraction
+    pipeline, where it finds the entities it finds on its own."""
     import spacy
 
     from tacred.inference.api import load_model
@@ -207,12 +204,19 @@ def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_
     assert training["encoder"] == "transformer" and training["base_model"] == "minilm"
     best = run / "ner" / "model-best"
     trained = spacy.load(best)
-    assert trained.pipe_names == ["transformer", "ner"]
+    assert trained.pipe_names == ["ner"]
+    import torch
+    from transformers import AutoModel
+
+    wrapped = next(node for node in trained.get_pipe("ner").model.walk() if node.name == "pytorch")
+    tuned = wrapped.shims[0]._model.encoder.state_dict()
+    packaged = AutoModel.from_pretrained(training["pretrained_folder"]).state_dict()
+    assert tuned.keys() == packaged.keys()
+    assert not all(torch.equal(tuned[k], packaged[k]) for k in tuned)  # the fine-tuned weights were saved
     text = "John Smith works for Acme Corp. in Paris . Anna Berg joined Nordic Steel in Oslo ."
     types = json.loads((best / TYPES_FILE).read_text())["types"]
     own = [(e.start_char, e.end_char, types[e.label_]) for e in trained(text).ents]
     predictor = load_model(run, device="cpu")
     assert predictor.ner == str(best)
-    assert "transformer" not in predictor.text_nlp.pipe_names  # the NER carries its own encoder
     found = [(e.start_char, e.end_char, e.label_) for e in predictor.text_nlp(text).ents]
     assert found == own

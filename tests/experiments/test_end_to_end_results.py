@@ -119,6 +119,14 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: (s["models"][0].pop("variant"), s["models"][0].update(variants=["a", "a"])),
      "models[0]: 'variants' must be a list of distinct variant names"),
     (lambda s: s["published"][1].pop("average"), "published[1]: needs 'average'"),
+    (lambda s: s["models"][0].update(ner="mpnet"), "models[0]: 'ner' 'mpnet' is none of the spec's ners (none listed)"),
+    (lambda s: s.update(ners=[{"key": "mpnet", "name": "MPNet", "args": ["--encoder", "bert"]}]),
+     "ners[0]: 'args' --encoder bert: not options of tacred ner train"),
+    (lambda s: s.update(ners=[{"key": "mpnet", "name": "MPNet", "args": ["--seed", "3"]}]),
+     "ners[0]: 'args' cannot set --data, --out or --seed"),
+    (lambda s: s.update(ners=[{"key": "a/b", "name": "MPNet"}]), "ners[0]: 'key' 'a/b' must be letters"),
+    (lambda s: s.update(ners=[{"key": "a", "name": "A"}, {"key": "a", "name": "B"}]),
+     "ners[1]: the key 'a' is used twice"),
 ])
 def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path: Path, change, message, capsys) -> None:
     spec = json.loads(json.dumps(SPEC))
@@ -212,6 +220,9 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     spec["end_to_end"].update(runs_dir=str(runs), gold=str(gold / "conll04_test.json"), train_data=str(gold),
                               documents=str(data / "documents" / "conll04_test.jsonl"), data_dir=str(data),
                               ner_epochs=3)
+    # a second row: the same relation runs with a NER of the spec's own (here a shorter training), shared by seed
+    spec["ners"] = [{"key": "short", "name": "two epochs", "args": ["--max_epochs", "2"]}]
+    spec["models"].append({**spec["models"][0], "key": "paper_short", "name": "with the short NER", "ner": "short"})
     spec_path = write_spec(tmp_path / "results", spec)
     assert ablate_main(["--config", str(REPO / "configs" / "conll04.yaml"),
                         "--variants", str(REPO / "configs" / "conll04" / "paper.yaml"), "--seeds", "1",
@@ -243,6 +254,15 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     assert set(again["added_later"]) == {"dev_p80"}
     assert (runs / "paper" / "seed_1" / "ner" / "model-best").is_dir()
     assert "| the paper's network | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
+
+    # the row with the spec's NER: its own record and extractions, the NER trained once for the seed under RUNS/ner
+    short = json.loads((tmp_path / "results" / "five_seeds" / "paper" / "seed_1" / "end_to_end_ner_short.json")
+                       .read_text())
+    assert short["ner"] == "short" and short["ner_training"]["max_epochs"] == 2
+    assert short["gold_pairs_f1"] == record["gold_pairs_f1"]  # the same relation model
+    assert (runs / "ner" / "short" / "seed_1" / "model-best").is_dir()
+    assert (runs / "paper" / "seed_1" / "ner_short" / "extracted_dev_f1").is_dir()
+    assert "| with the short NER | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
 
     shutil.rmtree(runs / "paper" / "seed_1" / "ner" / "model-last")  # a second run must not train the NER again
     logs = {p: p.stat().st_mtime_ns for p in (runs / "paper" / "seed_1").glob("*.log")}

@@ -144,8 +144,9 @@ def test_a_run_folder_loads_best_then_last_and_says_so(checkpoint, tmp_path, cap
 
 @pytest.mark.slow  # a subprocess
 def test_onnx_inference_needs_neither_torch_nor_lightning(exported, both, examples):
-    """In an install without the ``ner`` extra: spacy-curated-transformers registers itself with spaCy, which then
-    imports it (and torch) whenever it builds a pipeline, so the probe hides that plugin's entry points."""
+    """In an install without torch-backed spaCy plugins: spacy-curated-transformers (in older development
+    environments) registers itself with spaCy, which then imports it (and torch) whenever it builds a pipeline, so the
+    probe hides that plugin's entry points."""
     probe = f"""
 import catalogue, importlib.abc, importlib.metadata, json, sys
 catalogue.AVAILABLE_ENTRY_POINTS = importlib.metadata.EntryPoints(
