@@ -98,15 +98,14 @@ def piece_windows(words: list[str], tokenizer: Any, max_pieces: int) -> list[tup
     return windows
 
 
-def _batch(docs: list[Any], tokenizer: Any, max_pieces: int) -> tuple[dict[str, Any], list[int]]:
-    """The encoder's inputs for ``docs`` (numpy arrays; pieces indexing the flattened windows, tokens the
-    concatenated docs' tokens) and each doc's token count."""
+def _batch(docs: list[Any], tokenizer: Any, max_pieces: int) -> dict[str, Any]:
+    """The encoder's inputs for ``docs``: numpy arrays of the windows, ``pieces`` indexing the flattened windows and
+    ``tokens`` the concatenated docs' tokens, one entry per piece, and ``n_tokens``."""
     import numpy as np
 
     rows: list[list[int]] = []
-    pieces: list[int] = []
+    pieces: list[tuple[int, int]] = []  # (window, position) of each piece
     tokens: list[int] = []
-    lengths = []
     offset = 0
     for doc in docs:
         words = [token.text for token in doc]
@@ -116,7 +115,6 @@ def _batch(docs: list[Any], tokenizer: Any, max_pieces: int) -> tuple[dict[str, 
                 pieces.append((len(rows), k + 1))
                 tokens.append(offset + owner)
             rows.append(row)
-        lengths.append(len(doc))
         offset += len(doc)
     width = max((len(row) for row in rows), default=2)
     input_ids = np.full((max(len(rows), 1), width), tokenizer.pad_token_id, dtype="int64")
@@ -126,7 +124,7 @@ def _batch(docs: list[Any], tokenizer: Any, max_pieces: int) -> tuple[dict[str, 
         mask[r, :len(row)] = 1
     flat = np.array([r * width + k for r, k in pieces], dtype="int64")
     return {"input_ids": input_ids, "attention_mask": mask, "pieces": flat,
-            "tokens": np.array(tokens, dtype="int64"), "n_tokens": offset}, lengths
+            "tokens": np.array(tokens, dtype="int64"), "n_tokens": offset}
 
 
 def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_width: int = 0) -> Any:
@@ -146,15 +144,14 @@ def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_wi
     pieces_per_window = max_pieces or positions - 2
 
     def convert_inputs(model: Model, docs: list[Any], is_train: bool) -> tuple[ArgsKwargs, Any]:
-        batch, lengths = _batch(docs, _tokenizer(folder), pieces_per_window)
-        model.attrs["lengths"] = lengths
+        batch = _batch(docs, _tokenizer(folder), pieces_per_window)
         kwargs = {key: torch.from_numpy(value) if not isinstance(value, int) else value
                   for key, value in batch.items()}
         return ArgsKwargs(args=(), kwargs=kwargs), lambda d_inputs: []
 
     def convert_outputs(model: Model, inputs_outputs: Any, is_train: bool) -> tuple[list[Any], Any]:
-        _, output = inputs_outputs
-        lengths = model.attrs["lengths"]
+        docs, output = inputs_outputs
+        lengths = [len(doc) for doc in docs]
         flat = torch2xp(output)
         split = model.ops.unflatten(flat, model.ops.asarray1i(lengths)) if lengths else []
 
