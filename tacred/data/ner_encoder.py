@@ -135,10 +135,10 @@ def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_wi
     import torch
     from thinc.api import ArgsKwargs, Model, PyTorchShim, torch2xp, xp2torch
     from thinc.layers.pytorchwrapper import forward as pytorch_forward
-    from transformers import AutoConfig
 
     folder = str(check_folder(folder))
-    config = AutoConfig.from_pretrained(folder)
+    module = _torch_module(folder, bf16)
+    config = module.encoder.config
     offset = 2 if config.model_type in OFFSET_POSITIONS else 0  # their positions start after the padding index
     positions = min(512, getattr(config, "max_position_embeddings", 512) - offset)
     pieces_per_window = max_pieces or positions - 2
@@ -161,10 +161,9 @@ def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_wi
 
         return split, backprop
 
-    module = _torch_module(folder, bf16)
     # PyTorchWrapper_v2's model with no input width (its input is docs), so that thinc's combinators leave it be
     model = Model("pytorch", pytorch_forward, attrs={"convert_inputs": convert_inputs, "convert_outputs": convert_outputs},
-                  shims=[PyTorchShim(module)], dims={"nO": module.encoder.config.hidden_size})
+                  shims=[PyTorchShim(module)], dims={"nO": config.hidden_size})
     if shape_width <= 0:
         return model
     from spacy.ml.models.tok2vec import MultiHashEmbed
