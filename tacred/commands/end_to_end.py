@@ -29,7 +29,8 @@ no-relation threshold chosen for F1 on the gold dev pairs and per-relation thres
 with the run's tested checkpoint and that NER at each operating point: the argmax, dev_f1 and dev_p80
 (extracted_POINT/); the strict scores of each and the NER's F1 on the gold test sentences (end_to_end.json; an
 operating point missing from an older record is added to it). A step whose output is there is not repeated, so the same command goes on where it
-stopped; runs not trained yet are listed and left for later. Then end_to_end_summary.json and end_to_end.md beside
+stopped; runs not trained yet, and trained runs whose checkpoint is not in RUNS (checkpoints are not committed:
+retrain the seed into RUNS with the sweep's command and a scratch --out), are listed and left for later. Then end_to_end_summary.json and end_to_end.md beside
 SPEC (mean ± sample std over seeds), as `tacred compare SPEC` writes them from the stored records alone.
 
 example: tacred end-to-end docs/results/conll04/end_to_end.yaml --readme README.md
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.experiments.end_to_end import (
         EndToEndError,
+        checkpoint_of,
         compare,
         finished,
         load_spec,
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.only or ()) - keys)
         if unknown:
             raise EndToEndError(f"--only {' '.join(unknown)}: no such model in {args.spec} ({', '.join(sorted(keys))})")
-        waiting = []
+        waiting, gone = [], []
         for model in spec.models if not args.table_only else ():
             if args.only and model.key not in args.only:
                 continue
@@ -85,10 +87,17 @@ def main(argv: list[str] | None = None) -> int:
                 if not trained(spec, model, seed):
                     waiting.append(name)
                     continue
+                if not checkpoint_of(spec, model, seed).exists():
+                    gone.append(f"{name} ({checkpoint_of(spec, model, seed)})")
+                    continue
                 print(f"{name}: NER, extraction and score ...", flush=True)
                 print(f"{name}: {run_seed(spec, model, seed, num_threads=args.num_threads)}", flush=True)
         if waiting:
             print("not trained yet (no tacred ablate result): " + ", ".join(waiting))
+        if gone:
+            print("trained, but the checkpoint is not here (checkpoints are not committed): " + ", ".join(gone) +
+                  "; retrain those seeds into the runs folder with the sweep's tacred ablate command and a scratch "
+                  "--out (deterministic on the same kernels), then run this again")
         paths = compare(args.spec, None, args.readme)
     except (EndToEndError, OSError, ValueError) as err:
         return report("end-to-end", err)

@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--learn_rate", type=float, default=TRANSFORMER_RATE,
                        help=f"--encoder transformer: Adam's peak rate, after a warm-up over the first 10%% of the "
                             f"steps (default {TRANSFORMER_RATE})")
+    train.add_argument("--head_rate", type=float, default=None, metavar="RATE",
+                       help="--encoder transformer: the peak rate of the NER's own layers and the shape columns "
+                            "(default: --learn_rate)")
+    train.add_argument("--shape_width", type=int, default=0, metavar="N",
+                       help="--encoder transformer: add N columns of hashed embeddings of each token's shape, first "
+                            "letter and last three letters, the case an uncased encoder does not see (default 0: none)")
     train.add_argument("--bf16", action="store_true",
                        help="--encoder transformer: run the encoder under bfloat16 autocast, in training and in "
                             "tacred extract (about 3x faster on CPUs with AMX, slower on CPUs without bf16)")
@@ -56,13 +62,16 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.max_epochs < 1 or args.eval_frequency < 1:
         return report("ner", NerTrainingError("--max_epochs and --eval_frequency must be at least 1"))
-    if not args.learn_rate > 0:
-        return report("ner", NerTrainingError(f"--learn_rate {args.learn_rate}: must be above 0"))
+    for flag, rate in (("--learn_rate", args.learn_rate), ("--head_rate", args.head_rate)):
+        if rate is not None and not rate > 0:
+            return report("ner", NerTrainingError(f"{flag} {rate}: must be above 0"))
+    if args.shape_width < 0:
+        return report("ner", NerTrainingError(f"--shape_width {args.shape_width}: must be 0 (none) or more"))
     try:
         record = train_ner(args.data, args.out, seed=args.seed, max_epochs=args.max_epochs,
                            eval_frequency=args.eval_frequency, base_model=args.base_model,
                            encoder=args.encoder, pretrained=args.pretrained, learn_rate=args.learn_rate,
-                           bf16=args.bf16)
+                           bf16=args.bf16, head_rate=args.head_rate, shape_width=args.shape_width)
     except (NerTrainingError, CoNLL04Error, SpacyModelError, OSError) as err:
         return report("ner", err)
     print(json.dumps({k: record[k] for k in ("labels", "types", "seconds")}

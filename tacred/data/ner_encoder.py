@@ -8,6 +8,8 @@ the windows of a batch run through ``transformers.AutoModel`` in one call, and a
 pieces' last-layer vectors (a token without pieces, such as a whitespace token, gets zeros). Nothing is fetched: the
 weights and the tokenizer are read from ``folder``. ``bf16`` runs the encoder under bfloat16 autocast on CPU (about 3×
 faster on CPUs with AMX, about 4× slower on CPUs without bf16 instructions); token vectors are float32 either way.
+``rate_scale`` sets the encoder's learning rate as a fraction of the optimizer's, so that the NER's own layers (and
+the shape columns) can learn at a rate a pretrained encoder would not survive.
 
 Saved pipelines name ``folder`` in their config and hold the fine-tuned weights themselves; loading one needs this
 module imported (:func:`register`) and the folder present, for its shape and tokenizer.
@@ -127,14 +129,37 @@ def _batch(docs: list[Any], tokenizer: Any, max_pieces: int) -> dict[str, Any]:
             "tokens": np.array(tokens, dtype="int64"), "n_tokens": offset}
 
 
-def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_width: int = 0) -> Any:
+def _scaled_shim(module: Any, rate_scale: float) -> Any:
+    """A thinc shim of ``module`` whose updates take ``rate_scale`` times the optimizer's learning rate."""
+    from thinc.api import PyTorchShim, torch2xp, xp2torch
+
+    class ScaledRateShim(PyTorchShim):
+        def finish_update(self, optimizer: Any) -> None:
+            for name, param in self._model.named_parameters():
+                if param.grad is None:
+                    continue
+                if not self._grad_scaler.found_inf:  # thinc's own rule: skip the update when a gradient overflowed
+                    data, _ = optimizer((self.id, name), torch2xp(param.data), torch2xp(param.grad),
+                                        lr_scale=rate_scale)
+                    param.data = xp2torch(data, requires_grad=True, device=param.device)
+                param.grad.zero_()
+            self._grad_scaler.update()
+
+    return ScaledRateShim(module)
+
+
+def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_width: int = 0,
+                  rate_scale: float = 1.0) -> Any:
     """The thinc model (``List[Doc] → List[Floats2d]``) of the registered architecture; ``max_pieces`` 0 takes the
     model's own limit less its two special tokens. ``shape_width`` > 0 adds that many columns of spaCy's hashed
     embeddings of each token's shape, first letter and last three letters (``spacy.MultiHashEmbed.v2``): the case an
-    uncased encoder does not see."""
+    uncased encoder does not see. ``rate_scale``: the encoder's learning rate over the optimizer's (1: the same)."""
     import torch
-    from thinc.api import ArgsKwargs, Model, PyTorchShim, torch2xp, xp2torch
+    from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
     from thinc.layers.pytorchwrapper import forward as pytorch_forward
+
+    if not rate_scale > 0:
+        raise NerEncoderError(f"rate_scale {rate_scale}: must be above 0")
 
     folder = str(check_folder(folder))
     module = _torch_module(folder, bf16)
@@ -163,7 +188,7 @@ def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_wi
 
     # PyTorchWrapper_v2's model with no input width (its input is docs), so that thinc's combinators leave it be
     model = Model("pytorch", pytorch_forward, attrs={"convert_inputs": convert_inputs, "convert_outputs": convert_outputs},
-                  shims=[PyTorchShim(module)], dims={"nO": config.hidden_size})
+                  shims=[_scaled_shim(module, rate_scale)], dims={"nO": config.hidden_size})
     if shape_width <= 0:
         return model
     from spacy.ml.models.tok2vec import MultiHashEmbed

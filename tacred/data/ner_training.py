@@ -194,14 +194,20 @@ def pretrained_encoder(name: str) -> Path:
 
 
 def transformer_config(folder: Path, train: Path, dev: Path, seed: int, max_epochs: int, train_sentences: int,
-                       eval_frequency: int, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False) -> str:
+                       eval_frequency: int, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
+                       head_rate: float | None = None, shape_width: int = 0) -> str:
     """The spaCy training config of a NER whose token vectors come from the Hugging Face model in ``folder``,
     fine-tuned (:data:`tacred.data.ner_encoder.ARCHITECTURE`, ``bf16`` autocast or not): batches of
     :data:`TRANSFORMER_BATCH` sentences, a linear warm-up over the first 10% of the steps then linear decay, the best
-    model kept on dev F1."""
+    model kept on dev F1. ``learn_rate`` is the encoder's peak rate and ``head_rate`` that of the NER's own layers
+    and the ``shape_width`` shape columns (None: ``learn_rate``); the options left at their defaults are not
+    written, so a config reads as it did before they existed."""
     from tacred.data.ner_encoder import ARCHITECTURE
 
     steps = max_epochs * math.ceil(train_sentences / TRANSFORMER_BATCH)
+    head_rate = learn_rate if head_rate is None else head_rate
+    extra = (f"shape_width = {shape_width}\n" if shape_width else "") + (
+        f"rate_scale = {learn_rate / head_rate!r}\n" if head_rate != learn_rate else "")
     components = f"""\
 [components.ner]
 factory = "ner"
@@ -220,14 +226,14 @@ nO = null
 folder = {json.dumps(str(folder))}
 bf16 = {str(bf16).lower()}
 max_pieces = 0
-"""
+{extra}"""
     schedule = f"""\
 
 [training.optimizer.learn_rate]
 @schedules = "warmup_linear.v1"
 warmup_steps = {max(1, steps // 10)}
 total_steps = {steps}
-initial_rate = {learn_rate}
+initial_rate = {head_rate}
 """
     return _spacy_config(
         train=train, dev=dev, seed=seed, pipeline='["ner"]', batch_size=64, components=components,
@@ -238,14 +244,15 @@ initial_rate = {learn_rate}
 def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_epochs: int = 30,
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
               pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
-              splits: dict[str, str] | None = None) -> dict[str, Any]:
+              head_rate: float | None = None, shape_width: int = 0, splits: dict[str, str] | None = None) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
     ``out_dir`` gets ``train.spacy``, ``dev.spacy``, ``base/`` (the starting pipeline; ``cnn`` only),
     ``config.cfg``, ``model-best/`` and ``model-last/`` (spaCy's), and ``training.json`` (what was done, dev
-    scores, time). ``encoder``: one of :data:`ENCODERS`; ``pretrained``, ``learn_rate`` and ``bf16``: the
-    ``transformer`` encoder's model (a packaged name or a Hugging Face model folder), Adam's peak rate and bfloat16
-    autocast. Returns that record."""
+    scores, time). ``encoder``: one of :data:`ENCODERS`; ``pretrained``, ``learn_rate``, ``bf16``, ``head_rate`` and
+    ``shape_width``: the ``transformer`` encoder's model (a packaged name or a Hugging Face model folder), its peak
+    rate, bfloat16 autocast, the peak rate of the NER's own layers (None: ``learn_rate``) and the width of the shape
+    columns (0: none); see :func:`transformer_config`. Returns that record."""
     import spacy
     from spacy.cli.train import train
 
@@ -283,7 +290,8 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     else:
         register()
         config = transformer_config(folder, out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
-                                    len(sentences["train"]), eval_frequency, learn_rate, bf16)
+                                    len(sentences["train"]), eval_frequency, learn_rate, bf16, head_rate,
+                                    shape_width)
     (out_dir / "config.cfg").write_text(config, encoding="utf-8")
     began = time.perf_counter()
     train(out_dir / "config.cfg", out_dir)
@@ -296,8 +304,9 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     record = {
         "data": str(data_dir), "encoder": encoder, "base_model": base_model if encoder == "cnn" else pretrained,
         "seed": seed, "max_epochs": max_epochs,
-        **({"pretrained_folder": str(folder), "learn_rate": learn_rate, "bf16": bf16} if encoder == "transformer"
-           else {}),
+        **({"pretrained_folder": str(folder), "learn_rate": learn_rate, "bf16": bf16,
+            "head_rate": learn_rate if head_rate is None else head_rate, "shape_width": shape_width}
+           if encoder == "transformer" else {}),
         "labels": labels, "types": types, "train_sentences": len(sentences["train"]),
         "dev_sentences": len(sentences["dev"]), "seconds": round(seconds, 1), "spacy": spacy.__version__,
         "dev_scores": meta.get("performance", {}),

@@ -288,6 +288,13 @@ def trained(spec: Spec, model: Model, seed: int) -> bool:
     return (run_dir(spec.results, seed_variant(spec, model, seed), seed) / RESULT_FILE).exists()
 
 
+def checkpoint_of(spec: Spec, model: Model, seed: int) -> Path:
+    """Where the checkpoint that ``tacred ablate`` tested for this trained seed lies (in the sweep's runs folder)."""
+    variant = seed_variant(spec, model, seed)
+    result = read_json(run_dir(spec.results, variant, seed) / RESULT_FILE)
+    return run_dir(spec.runs_dir, variant, seed) / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
+
+
 def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path | None:
     """NER, thresholds, extraction and score of one finished run of the sweep (None when its ``tacred ablate`` result
     is not in yet); each step is skipped when its output is there, and a record without one of
@@ -305,7 +312,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         return None
     result = read_json(result_file)
     run = run_dir(spec.runs_dir, variant, seed)
-    checkpoint = run / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
+    checkpoint = checkpoint_of(spec, model, seed)
     if not checkpoint.exists():
         raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
                             f"{spec.runs_dir}?)")
@@ -351,7 +358,8 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         **points, "entities": entities,
         **({"ner": recipe.key, "ner_folder": str(ner)} if recipe else {}),
         "ner_training": {k: ner_record.get(k) for k in ("encoder", "base_model", "seed", "max_epochs", "seconds",
-                                                        "spacy", "learn_rate", "bf16") if k in ner_record}
+                                                        "spacy", "learn_rate", "bf16", "head_rate", "shape_width")
+                             if k in ner_record}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
         **({"commit": stored["commit"], "environment": stored["environment"]} if stored else provenance()),
         **({"added_later": stored.get("added_later", {}) | added} if added or "added_later" in stored else {}),

@@ -130,3 +130,31 @@ def test_shape_columns_give_an_uncased_encoder_the_case_it_does_not_see(minilm: 
     np.testing.assert_allclose(cased[0][:, :384], plain[0], atol=1e-6)
     assert not np.allclose(cased[0][1, 384:], cased[1][1, 384:])  # "paris" and "Paris" differ in shape and prefix
     np.testing.assert_allclose(cased[0][0, 384:], cased[1][0, 384:])  # "the" is "the" in both
+
+
+def test_rate_scale_slows_the_encoder_and_leaves_the_shape_columns_at_the_optimizer_s_rate(minilm: str) -> None:
+    """Adam's first step moves a weight by at most its rate: the encoder's by 1e-3 at rate_scale 1 and 1e-4 at 0.1,
+    the shape columns' by the optimizer's 1e-3 in both."""
+    import spacy
+    from thinc.api import Adam
+
+    docs = [spacy.blank("en")("John Smith works for Acme in Paris .")]
+    moved = {}
+    for scale in (1.0, 0.1):
+        model = token_vectors(minilm, shape_width=8, rate_scale=scale)
+        model.initialize(X=docs)
+        encoder = next(node for node in model.walk() if node.name == "pytorch").shims[0]._model
+        before = {name: param.detach().clone() for name, param in encoder.named_parameters()}
+        surface = model.layers[1]
+        table = next(node for node in surface.walk() if node.has_param("E"))
+        before_table = table.get_param("E").copy()
+        vectors, backprop = model.begin_update(docs)
+        backprop([model.ops.alloc2f(*v.shape) + 1.0 for v in vectors])
+        model.finish_update(Adam(1e-3, L2=0.0, grad_clip=0.0, use_averages=False))
+        moved[scale] = (max(float((param.detach() - before[name]).abs().max())
+                            for name, param in encoder.named_parameters()),
+                        float(np.abs(table.get_param("E") - before_table).max()))
+    assert moved[1.0][0] == pytest.approx(1e-3, rel=0.05) and moved[0.1][0] == pytest.approx(1e-4, rel=0.05)
+    assert 5e-4 < moved[1.0][1] <= 1e-3 and 5e-4 < moved[0.1][1] <= 1e-3  # the columns: the optimizer's rate
+    with pytest.raises(NerEncoderError, match="rate_scale 0: must be above 0"):
+        token_vectors(minilm, rate_scale=0)

@@ -172,6 +172,36 @@ def test_the_transformer_config_names_the_model_folder_and_schedules_its_steps_f
     assert config["nlp"]["pipeline"] == ["ner"] and config["system"]["seed"] == 4
 
 
+def test_the_head_s_rate_and_the_shape_columns_are_written_only_when_asked_for(tmp_path) -> None:
+    from thinc.api import Config
+
+    folder = pretrained_encoder("minilm")
+    paths = (folder, tmp_path / "t.spacy", tmp_path / "d.spacy")
+    plain = transformer_config(*paths, seed=1, max_epochs=14, train_sentences=922, eval_frequency=58,
+                               learn_rate=1e-4, bf16=True)
+    assert plain == transformer_config(*paths, seed=1, max_epochs=14, train_sentences=922, eval_frequency=58,
+                                       learn_rate=1e-4, bf16=True, head_rate=1e-4, shape_width=0)
+    assert "rate_scale" not in plain and "shape_width" not in plain  # configs written before them read the same
+    config = Config().from_str(transformer_config(*paths, seed=1, max_epochs=14, train_sentences=922,
+                                                  eval_frequency=58, learn_rate=1e-4, bf16=True, head_rate=1e-3,
+                                                  shape_width=64))
+    assert config["training"]["optimizer"]["learn_rate"]["initial_rate"] == 1e-3  # the NER's own layers
+    tok2vec = config["components"]["ner"]["model"]["tok2vec"]
+    assert tok2vec["rate_scale"] == pytest.approx(0.1) and tok2vec["shape_width"] == 64  # the encoder: 1e-4
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--head_rate", "0"], "--head_rate 0.0: must be above 0"),
+    (["--learn_rate=-1e-4"], "--learn_rate -0.0001: must be above 0"),
+    (["--shape_width", "-8"], "--shape_width -8: must be 0 (none) or more"),
+])
+def test_bad_rates_and_widths_are_errors_before_anything_is_written(tmp_path: Path, flags, message, capsys) -> None:
+    assert ner_main(["train", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "ner"), "--encoder",
+                     "transformer", *flags]) != 0
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "ner").exists()
+
+
 def test_a_model_folder_the_encoder_cannot_read_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(NerTrainingError, match="--encoder 'bert': one of cnn, transformer"):
         train_ner(release(tmp_path / "data"), tmp_path / "ner", encoder="bert")

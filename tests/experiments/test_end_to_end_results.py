@@ -157,6 +157,11 @@ def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(t
     result.write_text(json.dumps({"checkpoint": "last", "f1": 0.5}))
     with pytest.raises(EndToEndError, match="seed_3/result.json: its checkpoint .*last.ckpt is missing"):
         run_seed(spec, model, 3)
+    # the command lists it and goes on to the table, as for a run not trained yet
+    assert e2e_main([str(tmp_path / "end_to_end.yaml"), "--seeds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "trained, but the checkpoint is not here" in out and "paper seed 3 (" in out and "seed_3/checkpoints/last.ckpt" in out
+    assert not list(tmp_path.rglob("ner"))  # nothing trained for it
     assert e2e_main([str(tmp_path / "end_to_end.yaml"), "--only", "nope"]) == 2
     assert "--only nope: no such model" in capsys.readouterr().err
 
@@ -194,8 +199,13 @@ def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() 
     for model in spec.models:
         for variant in model.variants:
             assert (REPO / "configs" / "conll04" / f"{variant}.yaml").is_file(), variant
-    assert {m.key: m.seeds for m in spec.models} == {"paper": 5, "transformer": 5, "mpnet": 3}
+    assert {m.key: m.seeds for m in spec.models} == {"paper": 5, "paper_mpnet_ner": 5, "transformer": 5, "mpnet": 3}
     page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
+    # the MPNet NER's options: the command the page shows and the one its seed-1 record trained with
+    options = " ".join(spec.ners["mpnet"].args)
+    assert options in " ".join(page.replace("\\\n", " ").split())
+    record = REPO / "docs" / "results" / "conll04" / "ner_variants" / "transformer_mpnet_shape" / "training.json"
+    assert options in json.loads(record.read_text())["command"]
     for p in spec.published:
         assert f"{p.relation_f1:g}" in page and p.name.split()[0] in page
 
