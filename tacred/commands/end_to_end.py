@@ -28,10 +28,11 @@ no-relation threshold chosen for F1 on the gold dev pairs and per-relation thres
 0.8 (threshold_dev_f1.json, threshold_dev_p80.json: `tacred threshold tune`); `tacred extract` over the documents
 with the run's tested checkpoint and that NER at each operating point: the argmax, dev_f1 and dev_p80
 (extracted_POINT/); the strict scores of each and the NER's F1 on the gold test sentences (end_to_end.json; an
-operating point missing from an older record is added to it). A step whose output is there is not repeated, so the same command goes on where it
-stopped; runs not trained yet, and trained runs whose checkpoint is not in RUNS (checkpoints are not committed:
-retrain the seed into RUNS with the sweep's command and a scratch --out), are listed and left for later. Then end_to_end_summary.json and end_to_end.md beside
-SPEC (mean ± sample std over seeds), as `tacred compare SPEC` writes them from the stored records alone.
+operating point missing from an older record is added to it). A step whose output is there is not repeated, so the
+same command goes on where it stopped; runs not trained yet, and trained runs whose checkpoint is not in RUNS
+(checkpoints are not committed: retrain the seed into RUNS with the sweep's command and a scratch --out), are listed
+and left for later. Then end_to_end_summary.json and end_to_end.md beside SPEC (mean ± sample std over seeds), as
+`tacred compare SPEC` writes them from the stored records alone.
 
 example: tacred end-to-end docs/results/conll04/end_to_end.yaml --readme README.md
 """
@@ -87,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not trained(spec, model, seed):
                     waiting.append(name)
                     continue
-                if not checkpoint_of(spec, model, seed).exists():
-                    gone.append(f"{name} ({checkpoint_of(spec, model, seed)})")
+                checkpoint = checkpoint_of(spec, model, seed)
+                if not checkpoint.exists():
+                    gone.append(f"{name} ({checkpoint})")
                     continue
                 print(f"{name}: NER, extraction and score ...", flush=True)
                 print(f"{name}: {run_seed(spec, model, seed, num_threads=args.num_threads)}", flush=True)

@@ -244,7 +244,8 @@ initial_rate = {head_rate}
 def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_epochs: int = 30,
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
               pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
-              head_rate: float | None = None, shape_width: int = 0, splits: dict[str, str] | None = None) -> dict[str, Any]:
+              head_rate: float | None = None, shape_width: int = 0,
+              splits: dict[str, str] | None = None) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
     ``out_dir`` gets ``train.spacy``, ``dev.spacy``, ``base/`` (the starting pipeline; ``cnn`` only),

@@ -160,7 +160,8 @@ def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(t
     # the command lists it and goes on to the table, as for a run not trained yet
     assert e2e_main([str(tmp_path / "end_to_end.yaml"), "--seeds", "3"]) == 0
     out = capsys.readouterr().out
-    assert "trained, but the checkpoint is not here" in out and "paper seed 3 (" in out and "seed_3/checkpoints/last.ckpt" in out
+    assert "trained, but the checkpoint is not here" in out
+    assert "paper seed 3 (" in out and "seed_3/checkpoints/last.ckpt" in out
     assert not list(tmp_path.rglob("ner"))  # nothing trained for it
     assert e2e_main([str(tmp_path / "end_to_end.yaml"), "--only", "nope"]) == 2
     assert "--only nope: no such model" in capsys.readouterr().err
