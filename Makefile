@@ -202,8 +202,10 @@ kbp37_recheck = $(TACRED) ablate --config configs/kbp37.yaml configs/semeval/glo
 
 # Issue 54: CoNLL04 end to end (docs/conll04.md; README's CoNLL04 table). The relation models over their seeds (the
 # paper's network on AVX2 kernels, two processes; MiniLM and MPNet in fp32), then `tacred end-to-end`: a NER trained on
-# CoNLL04's entities per seed, tacred extract on the raw test sentences, the strict scores and the table. Every step
-# skips what is finished, so the same target continues where it stopped (UNTIL=TIME: start nothing after TIME).
+# CoNLL04's entities per seed (the CNN, or the spec's MPNet NER for a row that names it), tacred extract on the raw test
+# sentences, the strict scores and the table. Every step skips what is finished, so the same target continues where it
+# stopped (UNTIL=TIME: start nothing after TIME); a seed whose record is missing and whose checkpoint is gone is listed
+# by tacred end-to-end, to be retrained into runs/results/conll04 (docs/conll04.md, "Five seeds, end to end").
 CONLL04_SRC ?= ../shared/data/conll04
 CONLL04_OUT = docs/results/conll04
 conll04-data: install
