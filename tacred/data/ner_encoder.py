@@ -130,20 +130,15 @@ def _batch(docs: list[Any], tokenizer: Any, max_pieces: int) -> dict[str, Any]:
 
 
 def _scaled_shim(module: Any, rate_scale: float) -> Any:
-    """A thinc shim of ``module`` whose updates take ``rate_scale`` times the optimizer's learning rate."""
-    from thinc.api import PyTorchShim, torch2xp, xp2torch
+    """A thinc shim of ``module`` whose updates take ``rate_scale`` times the optimizer's learning rate: thinc's own
+    update, given the optimizer with its ``lr_scale`` set."""
+    from functools import partial
+
+    from thinc.api import PyTorchShim
 
     class ScaledRateShim(PyTorchShim):
         def finish_update(self, optimizer: Any) -> None:
-            for name, param in self._model.named_parameters():
-                if param.grad is None:
-                    continue
-                if not self._grad_scaler.found_inf:  # thinc's own rule: skip the update when a gradient overflowed
-                    data, _ = optimizer((self.id, name), torch2xp(param.data), torch2xp(param.grad),
-                                        lr_scale=rate_scale)
-                    param.data = xp2torch(data, requires_grad=True, device=param.device)
-                param.grad.zero_()
-            self._grad_scaler.update()
+            super().finish_update(partial(optimizer, lr_scale=rate_scale))
 
     return ScaledRateShim(module)
 

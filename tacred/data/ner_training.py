@@ -261,6 +261,7 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
 
     if encoder not in ENCODERS:
         raise NerTrainingError(f"--encoder {encoder!r}: one of {', '.join(ENCODERS)}")
+    head_rate = learn_rate if head_rate is None else head_rate
 
     files = splits or SPLITS
     data_dir, out_dir = Path(data_dir), Path(out_dir)
@@ -306,7 +307,7 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         "data": str(data_dir), "encoder": encoder, "base_model": base_model if encoder == "cnn" else pretrained,
         "seed": seed, "max_epochs": max_epochs,
         **({"pretrained_folder": str(folder), "learn_rate": learn_rate, "bf16": bf16,
-            "head_rate": learn_rate if head_rate is None else head_rate, "shape_width": shape_width}
+            "head_rate": head_rate, "shape_width": shape_width}
            if encoder == "transformer" else {}),
         "labels": labels, "types": types, "train_sentences": len(sentences["train"]),
         "dev_sentences": len(sentences["dev"]), "seconds": round(seconds, 1), "spacy": spacy.__version__,
