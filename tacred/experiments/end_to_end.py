@@ -288,11 +288,16 @@ def trained(spec: Spec, model: Model, seed: int) -> bool:
     return (run_dir(spec.results, seed_variant(spec, model, seed), seed) / RESULT_FILE).exists()
 
 
+def _tested_checkpoint(run: Path, result: dict[str, Any]) -> Path:
+    """The checkpoint of the run folder ``run`` that its ``tacred ablate`` ``result`` was tested with."""
+    return run / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
+
+
 def checkpoint_of(spec: Spec, model: Model, seed: int) -> Path:
     """Where the checkpoint that ``tacred ablate`` tested for this trained seed lies (in the sweep's runs folder)."""
     variant = seed_variant(spec, model, seed)
-    result = read_json(run_dir(spec.results, variant, seed) / RESULT_FILE)
-    return run_dir(spec.runs_dir, variant, seed) / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
+    return _tested_checkpoint(run_dir(spec.runs_dir, variant, seed),
+                              read_json(run_dir(spec.results, variant, seed) / RESULT_FILE))
 
 
 def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path | None:
@@ -312,7 +317,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         return None
     result = read_json(result_file)
     run = run_dir(spec.runs_dir, variant, seed)
-    checkpoint = checkpoint_of(spec, model, seed)
+    checkpoint = _tested_checkpoint(run, result)
     if not checkpoint.exists():
         raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
                             f"{spec.runs_dir}?)")
