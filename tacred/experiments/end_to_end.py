@@ -363,7 +363,8 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         **points, "entities": entities,
         **({"ner": recipe.key, "ner_folder": str(ner)} if recipe else {}),
         "ner_training": {k: ner_record.get(k) for k in ("encoder", "base_model", "seed", "max_epochs", "seconds",
-                                                        "spacy", "learn_rate", "bf16", "head_rate", "shape_width")
+                                                        "spacy", "learn_rate", "bf16", "head_rate", "shape_width",
+                                                        "with_dev")
                              if k in ner_record}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
         **({"commit": stored["commit"], "environment": stored["environment"]} if stored else provenance()),

@@ -250,3 +250,21 @@ def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_
     assert predictor.ner == str(best)
     found = [(e.start_char, e.end_char, e.label_) for e in predictor.text_nlp(text).ents]
     assert found == own
+
+
+def test_with_dev_trains_on_both_splits_for_the_budget_and_keeps_the_last_model(tmp_path: Path, capsys) -> None:
+    data = release(tmp_path / "data")
+    out = tmp_path / "ner"
+    assert ner_main(["train", "--data", str(data), "--out", str(out), "--max_epochs", "3", "--eval_frequency", "4",
+                     "--with_dev"]) == 0
+    training = json.loads((out / "training.json").read_text())
+    assert training["with_dev"] is True
+    assert (training["train_sentences"], training["dev_sentences"]) == (15, 3)  # 12 + 3 trained on, 3 scored
+    from spacy.tokens import DocBin
+
+    assert len(DocBin().from_disk(out / "train.spacy")) == 15
+    # nothing was held out to choose on: model-best is the last model, and it carries the type map
+    best, last = out / "model-best", out / "model-last"
+    assert (best / "ner" / "model").read_bytes() == (last / "ner" / "model").read_bytes()
+    assert (best / TYPES_FILE).is_file()
+    assert model_folder(out) == best
