@@ -24,9 +24,9 @@ from tacred.io import write_json, write_text_atomic
 SUMMARY_FILE = "summary.json"
 TABLE_FILE = "comparison.md"
 TARGET_KEYS = ("macro_f1", "max_std", "vote_macro_f1")
-UNSETTLED = (f"† not settled: its mean dev F1 over seeds was more than {SETTLED_MARGIN:g} point below its best in one of "
-             f"its last {SETTLED_WINDOW} epochs (or, in a shorter recipe, after its first; `dev_plateau` in "
-             "summary.json): the row is measured at its recipe's epoch budget, not at its own plateau.")
+UNSETTLED = (f"† not settled (`dev_plateau` in summary.json): mean dev F1 over seeds more than {SETTLED_MARGIN:g} point "
+             f"below its best in one of its last {SETTLED_WINDOW} epochs (after the first, in a shorter recipe); "
+             "measured at the recipe's epoch budget.")
 
 
 class ComparisonError(TacredError, ValueError):
