@@ -66,6 +66,7 @@ class Model:
     seeds: int
     target: dict[str, float] = field(default_factory=dict)
     ner: str | None = None  # a key of the spec's `ners`; None: each run trains its own (`tacred ner train` defaults)
+    readme: bool = True  # False: the row is in end_to_end.md (and the summary) but not in README's table
 
     @property
     def variant(self) -> str:
@@ -190,15 +191,18 @@ def load_spec(path: str | Path) -> Spec:
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
-        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner"}
+        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner", "readme"}
         if unknown:
             raise EndToEndError(f"{at}: unknown keys {sorted(unknown)}")
         ner = entry.get("ner")
         if ner is not None and ner not in ners:
             raise EndToEndError(f"{at}: 'ner' {ner!r} is none of the spec's ners ({', '.join(ners) or 'none listed'})")
+        readme = entry.get("readme", True)
+        if not isinstance(readme, bool):
+            raise EndToEndError(f"{at}: 'readme' must be true or false, got {readme!r}")
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
                             _variants(entry, at), _need(entry, "seeds", at, int),
-                            {key: float(value) for key, value in target.items()}, ner))
+                            {key: float(value) for key, value in target.items()}, ner, readme))
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
     published = []
@@ -440,13 +444,16 @@ def _line(cells: list[str]) -> str:
     return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
 
 
-def render_markdown(spec: Spec, summary: dict[str, Any]) -> str:
+def render_markdown(spec: Spec, summary: dict[str, Any], readme: bool = False) -> str:
     """The title, what is measured, the application's rows (mean ± std over seeds, the target) and the published
-    systems (their strict relation F1 in the micro or the macro column, as printed), then the sources."""
+    systems (their strict relation F1 in the micro or the macro column, as printed), then the sources; ``readme``:
+    without the rows the spec keeps out of README (``readme: false``)."""
     lines = [f"# {spec.title}", "", spec.measure, "",
              "| system | inputs | seeds | NER F1 | relation F1 (strict, micro) | P | R | macro-F1 | target |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for model in spec.models:
+        if readme and not model.readme:
+            continue
         row = summary[model.key]
         lines.append(_line([model.name, model.inputs, str(len(row["seeds"])), _pm(row, "ner_f1"), _pm(row, "micro_f1"),
                             _pm(row, "micro_precision"), _pm(row, "micro_recall"), _pm(row, "macro_f1"),
@@ -470,9 +477,11 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
         _readme_parts(Path(readme), spec.marker)
     folder = Path(out) if out is not None else spec.path.parent
     summary = measure(spec)
-    table = render_markdown(spec, summary)
-    paths = [write_json(folder / SUMMARY_FILE, summary), write_text_atomic(folder / TABLE_FILE, table)]
-    return paths + ([update_readme(readme, table_of(table), spec.marker)] if readme is not None else [])
+    paths = [write_json(folder / SUMMARY_FILE, summary),
+             write_text_atomic(folder / TABLE_FILE, render_markdown(spec, summary))]
+    if readme is not None:
+        paths.append(update_readme(readme, table_of(render_markdown(spec, summary, readme=True)), spec.marker))
+    return paths
 
 
 __all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed", "score_relations_of",

@@ -99,6 +99,15 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     assert "| the paper's network | glove | 1 | 80.00 | 48.00 |" in text  # one seed: no spread to show
     assert json.loads((tmp_path / "end_to_end_summary.json").read_text())["paper"]["seeds"] == [1]
     assert (tmp_path / "end_to_end.md").read_text().startswith("# Tiny end to end")
+    # a row kept out of README (readme: false) is still in end_to_end.md and the summary
+    spec = json.loads(json.dumps(SPEC))
+    spec["models"].append({"key": "other", "name": "the paper's network, another NER", "inputs": "glove",
+                           "variant": "paper", "seeds": 3, "readme": False})
+    write_spec(tmp_path, spec)
+    assert compare_main([str(spec_path), "--readme", str(readme)]) == 0
+    assert "another NER" not in readme.read_text() and "| the paper's network | glove | 1 |" in readme.read_text()
+    assert "| the paper's network, another NER | glove | 1 |" in (tmp_path / "end_to_end.md").read_text()
+    assert json.loads((tmp_path / "end_to_end_summary.json").read_text())["other"]["seeds"] == [1]
     # the same through tacred end-to-end --table_only; a README without the markers is an error naming it
     (tmp_path / "other.md").write_text("no markers\n")
     assert e2e_main([str(spec_path), "--table_only", "--readme", str(tmp_path / "other.md")]) == 2
@@ -119,6 +128,7 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: (s["models"][0].pop("variant"), s["models"][0].update(variants=["a", "a"])),
      "models[0]: 'variants' must be a list of distinct variant names"),
     (lambda s: s["published"][1].pop("average"), "published[1]: needs 'average'"),
+    (lambda s: s["models"][0].update(readme="no"), "models[0]: 'readme' must be true or false, got 'no'"),
     (lambda s: s["models"][0].update(ner="mpnet"), "models[0]: 'ner' 'mpnet' is none of the spec's ners (none listed)"),
     (lambda s: s.update(ners=[{"key": "mpnet", "name": "MPNet", "args": "--bf16"}]),
      "ners[0]: 'args' must be a list of texts"),
