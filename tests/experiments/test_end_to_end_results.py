@@ -211,7 +211,7 @@ def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() 
         for variant in model.variants:
             assert (REPO / "configs" / "conll04" / f"{variant}.yaml").is_file(), variant
     assert {m.key: m.seeds for m in spec.models} == {"paper": 5, "paper_mpnet_ner": 5, "paper_mpnet_ner_with_dev": 5,
-                                                    "transformer": 5, "mpnet": 3}
+                                                    "transformer": 5, "transformer_mpnet_ner_with_dev": 5, "mpnet": 3}
     # the train-and-dev NER is the MPNet recipe itself, with --with_dev
     assert spec.ners["mpnet_with_dev"].args == (*spec.ners["mpnet"].args, "--with_dev")
     page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
