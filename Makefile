@@ -226,7 +226,11 @@ results-conll04: conll04-data
 	  --checkpoint last --reference paper --out $(CONLL04_OUT)/five_seeds --runs_dir runs/results/conll04 $(until)
 	nice $(TACRED) ablate --config configs/conll04.yaml configs/conll04/mpnet.yaml --variants configs/conll04/mpnet_bf16.yaml \
 	  --seeds 2 3 --checkpoint last --reference paper --out $(CONLL04_OUT)/five_seeds --runs_dir runs/results/conll04 $(until)
-# the three sweeps share one folder; each renders its own rows, so the tables are rendered again with all of them
+# MiniLM again with bf16 autocast: the relation models of the rows with an MPNet NER
+	nice $(TACRED) ablate --config configs/conll04.yaml configs/conll04/transformer.yaml \
+	  --variants configs/conll04/transformer_bf16.yaml --seeds 1 2 3 4 5 --checkpoint last --reference paper \
+	  --out $(CONLL04_OUT)/five_seeds --runs_dir runs/results/conll04 $(until)
+# the sweeps share one folder; each renders its own rows, so the tables are rendered again with all of them
 	$(TACRED) ablate --out $(CONLL04_OUT)/five_seeds --table_only --reference paper
 	nice $(TACRED) end-to-end $(CONLL04_OUT)/end_to_end.yaml --readme README.md $(until)
 
