@@ -297,6 +297,25 @@ def _tested_checkpoint(run: Path, result: dict[str, Any]) -> Path:
     return run / "checkpoints" / f"{result.get('checkpoint', 'best')}.ckpt"
 
 
+def _same_training(run: Path, result: dict[str, Any], result_file: Path) -> None:
+    """Refuse a run folder whose training is not the one ``result_file`` tested: a seed trained again (another
+    machine's kernels, another thread count) is another model, and its end-to-end scores would stand beside the
+    record's gold-pair F1 as if they were one model's. Told apart by the dev F1 of every epoch."""
+    from tacred.experiments.ablation import dev_f1_by_epoch
+
+    recorded = result.get("dev_curve")
+    if recorded is None:  # a record from before dev curves were kept
+        return
+    found = dev_f1_by_epoch(run / "metrics.csv") if (run / "metrics.csv").is_file() else {}
+    curve = [found[e] for e in sorted(found)]
+    if len(curve) != len(recorded) or any(abs(a - b) > 1e-6 for a, b in zip(curve, recorded, strict=False)):
+        shown = ", ".join(f"{100 * v:.2f}" for v in curve) or "none"
+        raise EndToEndError(
+            f"{run}: this training is not the one {result_file} tested (dev F1 per epoch {shown} against the "
+            f"record's {', '.join(f'{100 * v:.2f}' for v in recorded)}): a retrained seed is another model; train it "
+            f"under a variant of its own, or move the record away to measure this one")
+
+
 def checkpoint_of(spec: Spec, model: Model, seed: int) -> Path:
     """Where the checkpoint that ``tacred ablate`` tested for this trained seed lies (in the sweep's runs folder)."""
     variant = seed_variant(spec, model, seed)
@@ -325,6 +344,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not checkpoint.exists():
         raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
                             f"{spec.runs_dir}?)")
+    _same_training(run, result, result_file)
     recipe = spec.ners[model.ner] if model.ner is not None else None
     # the run's own NER, or the recipe's for this seed (shared by the rows that name it); where this row extracts
     ner = run / NER_FOLDER if recipe is None else run_dir(spec.runs_dir / NER_FOLDER, recipe.key, seed)

@@ -177,6 +177,25 @@ def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(t
     assert "--only nope: no such model" in capsys.readouterr().err
 
 
+def test_a_seed_trained_again_is_not_scored_as_the_record_it_replaced(tmp_path: Path) -> None:
+    """A run folder whose dev F1 per epoch is not its record's holds another model (a seed retrained on another
+    machine or thread count): end to end refuses it, naming the run, both curves and the way out."""
+    spec_dict = json.loads(json.dumps(SPEC))
+    spec_dict["end_to_end"]["runs_dir"] = str(tmp_path / "runs")
+    spec = load_spec(write_spec(tmp_path, spec_dict))
+    result = tmp_path / "five_seeds" / "paper" / "seed_3" / "result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"checkpoint": "last", "f1": 0.5, "dev_curve": [0.5, 0.6]}))
+    run = tmp_path / "runs" / "paper" / "seed_3"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"")
+    (run / "metrics.csv").write_text("epoch,step,val/f1\n0,10,0.5\n1,20,0.58\n")
+    with pytest.raises(EndToEndError, match=r"seed_3: this training is not the one .*seed_3/result.json tested "
+                                            r"\(dev F1 per epoch 50.00, 58.00 against the record's 50.00, 60.00\)"):
+        run_seed(spec, spec.models[0], 3)
+    assert not (run.parent / "ner").exists() and not (run / "ner").exists()  # nothing trained for it
+
+
 def test_a_row_takes_each_seed_from_the_variant_that_trained_it(tmp_path: Path, capsys) -> None:
     """One recipe's seeds trained under two variants of the sweep (fp32 and bf16 autocast): one row over both, each
     seed's runs found under its own variant, and a seed trained under both an error naming both folders."""
