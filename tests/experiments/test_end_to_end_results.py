@@ -22,6 +22,7 @@ from tacred.experiments.end_to_end import (
     record_path,
     render_markdown,
     run_seed,
+    score_ner,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -247,7 +248,7 @@ CONLL04_SOURCE = REPO.parent / "shared" / "data" / "conll04"
 
 
 @pytest.mark.slow
-def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
+def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tiny CoNLL04 release through the real commands: convert, one seed of `tacred ablate` (one epoch), then
     `tacred end-to-end` trains the seed's NER, extracts from the raw test sentences and scores them; run again, it
     redoes nothing."""
@@ -279,6 +280,7 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     assert "paper seed 2: NER" not in out and "not trained yet (no tacred ablate result): paper seed 2, paper seed 3" in out
     record = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
     assert record["checkpoint"] == "last.ckpt" and record["ner_training"]["seed"] == 1
+    assert record["num_threads"] == 1  # the threads of the NER's score and of the extractions
     assert record["entities"]["micro"]["gold"] == 10  # every gold entity of the tiny test file
     for point in ("argmax", "dev_f1", "dev_p80"):  # every operating point extracted and scored
         assert record[point]["relations"]["strict"]["micro"]["gold"] == 4
@@ -306,6 +308,18 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys) -> None:
     assert (runs / "ner" / "short" / "seed_1" / "model-best").is_dir()
     assert (runs / "paper" / "seed_1" / "ner_short" / "extracted_dev_f1").is_dir()
     assert "| with the short NER | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
+
+    # the NER's own F1 is taken with the extraction's thread count (a bf16 transformer NER finds slightly other
+    # entities with another one), and the caller's thread count is given back
+    import tacred.data.conll04 as conll04
+    import torch
+
+    seen, real = [], conll04.spacy_entities
+    monkeypatch.setattr(conll04, "spacy_entities", lambda *a: seen.append(torch.get_num_threads()) or real(*a))
+    before = torch.get_num_threads()
+    threads = 2 if before != 2 else 1
+    assert score_ner(gold / "conll04_test.json", runs / "paper" / "seed_1" / "ner", threads) == record["entities"]
+    assert seen == [threads] and torch.get_num_threads() == before
 
     shutil.rmtree(runs / "paper" / "seed_1" / "ner" / "model-last")  # a second run must not train the NER again
     logs = {p: p.stat().st_mtime_ns for p in (runs / "paper" / "seed_1").glob("*.log")}
