@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", nargs="+", metavar="KEY", help="only these models (their keys in SPEC)")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
                         help="only these seeds (default: 1 to each model's number), e.g. one process per core")
-    parser.add_argument("--num_threads", type=int, default=1, help="threads of tacred extract (default 1)")
+    parser.add_argument("--num_threads", type=int, default=1,
+                        help="torch threads of tacred extract and of the NER's own score, kept in each record (default 1)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="start no seed after SECONDS")
     parser.add_argument("--table_only", action="store_true", help="only tabulate the stored records")
     parser.add_argument("--readme", default=None, metavar="FILE",

@@ -311,8 +311,9 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
 
     # the NER's own F1 is taken with the extraction's thread count (a bf16 transformer NER finds slightly other
     # entities with another one), and the caller's thread count is given back
-    import tacred.data.conll04 as conll04
     import torch
+
+    import tacred.data.conll04 as conll04
 
     seen, real = [], conll04.spacy_entities
     monkeypatch.setattr(conll04, "spacy_entities", lambda *a: seen.append(torch.get_num_threads()) or real(*a))
