@@ -409,9 +409,9 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
                                                         "with_dev")
                              if k in ner_record}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
-        **({"commit": stored["commit"], "environment": stored["environment"]} if stored else provenance()),
-        # the torch threads of the NER's score and the extractions (a record from before it was kept has none)
-        **({"num_threads": stored.get("num_threads", num_threads)} if "num_threads" in stored or not stored else {}),
+        # what scored it: kept from the record it extends (one from before num_threads was kept has none)
+        **({k: stored[k] for k in ("commit", "environment", "num_threads") if k in stored} if stored
+           else {**provenance(), "num_threads": num_threads}),
         **({"added_later": stored.get("added_later", {}) | added} if added or "added_later" in stored else {}),
     })
     return record
