@@ -15,7 +15,7 @@ SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_
 `runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
 SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
 convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows); then `models`
-(key, name, inputs, variant, seeds, optional target: micro_f1, ner_f1; `variants: [A, B]` in place of `variant`
+(key, name, inputs, variant, seeds: N for 1 to N or a list of seeds, optional target: micro_f1, ner_f1; `variants: [A, B]` in place of `variant`
 where a recipe's seeds were trained under several of the sweep's variants, each seed from the one that trained it;
 optional ner: KEY) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source). Optional
 `ners` (key, name, args: options of `tacred ner train`, e.g. [--encoder, transformer, --pretrained, mpnet]): a NER
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("spec", metavar="SPEC", help="the end-to-end spec (YAML)")
     parser.add_argument("--only", nargs="+", metavar="KEY", help="only these models (their keys in SPEC)")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
-                        help="only these seeds (default: 1 to each model's number), e.g. one process per core")
+                        help="only these seeds (default: each model's seeds), e.g. one process per core")
     parser.add_argument("--num_threads", type=int, default=1,
                         help="torch threads of tacred extract and of the NER's own score, kept in each record (default 1)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="start no seed after SECONDS")
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         for model in spec.models if not args.table_only else ():
             if args.only and model.key not in args.only:
                 continue
-            for seed in args.seeds or range(1, model.seeds + 1):
+            for seed in args.seeds or model.seeds:
                 if finished(spec, model, seed):
                     continue
                 name = f"{seed_variant(spec, model, seed)} seed {seed}"

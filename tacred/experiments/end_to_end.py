@@ -53,17 +53,18 @@ class EndToEndError(TacredError, ValueError):
 
 @dataclass(frozen=True)
 class Model:
-    """One row of the application: the variant of the sweep its seeds come from and how many seeds complete it.
+    """One row of the application: the variant of the sweep its seeds come from and the seeds that complete it.
 
     ``variants``: more than one where a recipe's seeds were trained under more than one of the sweep's variants (one
     recipe in fp32 and with bf16 autocast, say); each seed then comes from the variant that trained it, and a seed
-    trained under two of them is an error, so no seed counts twice."""
+    trained under two of them is an error, so no seed counts twice. ``seeds``: the row's seeds, 1 to N for
+    ``seeds: N`` in the spec, or the list it names (a recipe whose seed 1 cannot be retrained, say)."""
 
     key: str
     name: str
     inputs: str
     variants: tuple[str, ...]
-    seeds: int
+    seeds: tuple[int, ...]
     target: dict[str, float] = field(default_factory=dict)
     ner: str | None = None  # a key of the spec's `ners`; None: each run trains its own (`tacred ner train` defaults)
     readme: bool = True  # False: the row is in end_to_end.md (and the summary) but not in README's table
@@ -156,6 +157,19 @@ def _variants(entry: dict[str, Any], where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _seeds(entry: dict[str, Any], where: str) -> tuple[int, ...]:
+    """A row's seeds: ``seeds: N`` (1 to N) or ``seeds: [S, ...]`` (distinct positive seeds, in that order)."""
+    if "seeds" not in entry:
+        raise EndToEndError(f"{where}: needs 'seeds'")
+    seeds = entry["seeds"]
+    listed = list(range(1, seeds + 1)) if type(seeds) is int else seeds
+    if (not isinstance(listed, list) or not listed or len(set(listed)) < len(listed)
+            or not all(type(s) is int and s > 0 for s in listed)):
+        raise EndToEndError(f"{where}: 'seeds' must be a positive number or a list of distinct positive seeds, "
+                            f"got {seeds!r}")
+    return tuple(listed)
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and check a spec; paths in it are relative to the working directory, ``results`` to the spec's folder."""
     import yaml
@@ -201,7 +215,7 @@ def load_spec(path: str | Path) -> Spec:
         if not isinstance(readme, bool):
             raise EndToEndError(f"{at}: 'readme' must be true or false, got {readme!r}")
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
-                            _variants(entry, at), _need(entry, "seeds", at, int),
+                            _variants(entry, at), _seeds(entry, at),
                             {key: float(value) for key, value in target.items()}, ner, readme))
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
@@ -427,9 +441,10 @@ def _value(record: dict[str, Any], path: tuple[str, ...], where: Path) -> float:
 
 
 def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
-    """A row's figures: per measure, the values per seed (by seed) and their mean and sample std (two decimals)."""
-    records = sorted((int(read_json(path)["seed"]), path) for variant in model.variants
-                     for path in run_dir(spec.results, variant, 1).parent.glob(f"seed_*/{model.record_file}"))
+    """A row's figures over those of its seeds that have a record: per measure, the values per seed (by seed) and
+    their mean and sample std (two decimals)."""
+    records = sorted((seed, path) for variant in model.variants for seed in model.seeds
+                     if (path := run_dir(spec.results, variant, seed) / model.record_file).exists())
     seeds, values, variants = [], {key: [] for key in MEASURES}, []
     for seed, path in records:
         if seeds and seeds[-1] == seed:
@@ -442,7 +457,7 @@ def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
             values[key].append(_value(record, tuple(spec.operating_point if k == "OP" else k for k in where), path))
     # one variant: its name; several: each seed's (in the order of "seeds")
     row: dict[str, Any] = ({"variant": model.variant} if len(model.variants) == 1 else {"variants": variants}) | {
-        "seeds": seeds, "complete": len(seeds) >= model.seeds}
+        "seeds": seeds, "complete": set(seeds) == set(model.seeds)}
     for key, found in values.items():
         row[key] = [round(v, 2) for v in found]
         if found:
@@ -472,7 +487,7 @@ def _pm(row: dict[str, Any], key: str) -> str:
 
 def _target_cell(model: Model, row: dict[str, Any]) -> str:
     if not row["complete"]:
-        return f"under way ({len(row['seeds'])} of {model.seeds} seeds)"
+        return f"under way ({len(row['seeds'])} of {len(model.seeds)} seeds)"
     if not model.target:
         return "–"
     labels = {"micro_f1": "micro ≥ {:.1f}", "ner_f1": "NER ≥ {:.1f}"}

@@ -121,7 +121,9 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: s["end_to_end"].update(extra=1), "unknown keys ['extra']"),
     (lambda s: s["end_to_end"].update(operating_point="p80"), "operating_point must be one of argmax, dev_f1, dev_p80"),
     (lambda s: s["models"][0].update(target={"macro": 1}), "models[0]: 'target' takes micro_f1, ner_f1"),
-    (lambda s: s["models"][0].update(seeds="five"), "models[0]: 'seeds' must be a int"),
+    (lambda s: s["models"][0].update(seeds="five"), "models[0]: 'seeds' must be a positive number or a list"),
+    (lambda s: s["models"][0].update(seeds=[2, 2]), "distinct positive seeds, got [2, 2]"),
+    (lambda s: s["models"][0].update(seeds=0), "models[0]: 'seeds' must be a positive number"),
     (lambda s: s["models"][0].update(ner_epochs=3), "models[0]: unknown keys ['ner_epochs']"),
     (lambda s: s["models"][0].update(variants=["paper"]), "models[0]: needs 'variant' (one sweep variant) or "
                                                           "'variants' (a list), not both"),
@@ -225,13 +227,33 @@ def test_a_row_takes_each_seed_from_the_variant_that_trained_it(tmp_path: Path, 
         measure(spec)
 
 
+def test_a_row_may_name_its_seeds(tmp_path: Path, capsys) -> None:
+    """``seeds: [2, 3]``: the row is those seeds (a recipe whose seed 1 cannot be trained again): a record of another
+    seed is not in it, the row is complete with the two, and the runner waits for those two only."""
+    spec_dict = json.loads(json.dumps(SPEC))
+    spec_dict["models"][0]["seeds"] = [2, 3]
+    spec_path = write_spec(tmp_path, spec_dict)
+    for seed, micro in ((1, 40.0), (2, 48.0), (3, 52.0)):
+        store(tmp_path, seed, (60.0, 40.0, micro), 50.0, 80.0)
+    spec = load_spec(spec_path)
+    assert spec.models[0].seeds == (2, 3)
+    row = measure(spec)["paper"]
+    assert row["seeds"] == [2, 3] and row["complete"] and row["micro_f1_mean"] == 50.0
+    (tmp_path / "five_seeds" / "paper" / "seed_2" / RECORD_FILE).unlink()
+    assert "under way (1 of 2 seeds)" in render_markdown(spec, measure(spec))
+    assert e2e_main([str(spec_path)]) == 0
+    assert "not trained yet (no tacred ablate result): paper seed 2\n" in capsys.readouterr().out
+
+
 def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() -> None:
     spec = load_spec(REPO / "docs" / "results" / "conll04" / "end_to_end.yaml")
     for model in spec.models:
         for variant in model.variants:
             assert (REPO / "configs" / "conll04" / f"{variant}.yaml").is_file(), variant
-    assert {m.key: m.seeds for m in spec.models} == {"paper": 5, "paper_mpnet_ner": 5, "paper_mpnet_ner_with_dev": 5,
-                                                    "transformer": 5, "transformer_mpnet_ner_with_dev": 5, "mpnet": 3}
+    five, three = (1, 2, 3, 4, 5), (1, 2, 3)
+    assert {m.key: m.seeds for m in spec.models} == {
+        "paper": five, "paper_mpnet_ner": five, "paper_mpnet_ner_with_dev": five, "transformer": five,
+        "transformer_mpnet_ner_with_dev": five, "mpnet": three, "mpnet_mpnet_ner_with_dev": (2, 3, 4)}
     # the train-and-dev NER is the MPNet recipe itself, with --with_dev
     assert spec.ners["mpnet_with_dev"].args == (*spec.ners["mpnet"].args, "--with_dev")
     page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
