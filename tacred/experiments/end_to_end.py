@@ -380,6 +380,8 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
         raise EndToEndError(f"{result_file}: its checkpoint {checkpoint} is missing (the sweep's --runs_dir is "
                             f"{spec.runs_dir}?)")
     _same_training(run, result, result_file)
+    # what scores it, taken before the first step (the checkout may move while it runs, as tacred ablate's fits do)
+    started = {**provenance(), "num_threads": num_threads}
     recipe = spec.ners[model.ner] if model.ner is not None else None
     # the run's own NER, or the recipe's for this seed (shared by the rows that name it); where this row extracts
     ner = run / NER_FOLDER if recipe is None else run_dir(spec.runs_dir / NER_FOLDER, recipe.key, seed)
@@ -411,7 +413,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
               work / f"extract_{point}.log")
         points[point] = {"threshold": value, **score_relations_of(gold, extracted)}
     ner_record = read_json(ner / NER_DONE)
-    added = {point: provenance() for point in OPERATING_POINTS if stored and point not in stored}
+    added = {point: started for point in OPERATING_POINTS if stored and point not in stored}
     write_json(record, {
         "variant": variant, "seed": seed, "checkpoint": checkpoint.name,
         "gold": str(spec.gold), "documents": str(spec.documents),
@@ -424,8 +426,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
                              if k in ner_record}
         | {"dev_ents_f": (ner_record.get("dev_scores") or {}).get("ents_f")},
         # what scored it: kept from the record it extends (one from before num_threads was kept has none)
-        **({k: stored[k] for k in ("commit", "environment", "num_threads") if k in stored} if stored
-           else {**provenance(), "num_threads": num_threads}),
+        **({k: stored[k] for k in started if k in stored} if stored else started),
         **({"added_later": stored.get("added_later", {}) | added} if added or "added_later" in stored else {}),
     })
     return record

@@ -297,12 +297,20 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
                         "--extra", "--data.data_dir", str(data), "--data.labels", str(data / "labels.json"),
                         "--model.network.word_dim", "30", "--num_threads", "1"]) == 0
     capsys.readouterr()
+    # the record's commit is the one its first step ran from, not where the checkout has moved by the end
+    import tacred.experiments.end_to_end as e2e_module
+    import tacred.experiments.results as results_module
+
+    steps, real_step, real_provenance = [], e2e_module._step, results_module.provenance
+    monkeypatch.setattr(e2e_module, "_step", lambda *a: steps.append(a) or real_step(*a))
+    monkeypatch.setattr(results_module, "provenance", lambda: {**real_provenance(), "commit": f"after {len(steps)}"})
     assert e2e_main([str(spec_path)]) == 0
     out = capsys.readouterr().out
     assert "paper seed 2: NER" not in out and "not trained yet (no tacred ablate result): paper seed 2, paper seed 3" in out
     record = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
     assert record["checkpoint"] == "last.ckpt" and record["ner_training"]["seed"] == 1
     assert record["num_threads"] == 1  # the threads of the NER's score and of the extractions
+    assert record["commit"] == "after 0" and len(steps) > 0
     assert record["entities"]["micro"]["gold"] == 10  # every gold entity of the tiny test file
     for point in ("argmax", "dev_f1", "dev_p80"):  # every operating point extracted and scored
         assert record[point]["relations"]["strict"]["micro"]["gold"] == 4
@@ -318,7 +326,7 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
     assert e2e_main([str(spec_path)]) == 0
     again = json.loads(record_path(load_spec(spec_path), "paper", 1).read_text())
     assert again["dev_f1"] == older["dev_f1"] and "dev_p80" in again and again["commit"] == older["commit"]
-    assert set(again["added_later"]) == {"dev_p80"}
+    assert set(again["added_later"]) == {"dev_p80"} and again["added_later"]["dev_p80"]["num_threads"] == 1
     assert (runs / "paper" / "seed_1" / "ner" / "model-best").is_dir()
     assert "| the paper's network | glove | 1 |" in (tmp_path / "results" / "end_to_end.md").read_text()
 
