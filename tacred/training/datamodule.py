@@ -99,7 +99,7 @@ class TacredDataModule(L.LightningDataModule):
         self.tokenizer = tokenizer
         self._examples: dict[str, list[Example]] = {}
         self._encoded: dict[str, EncodedSplit] = {}
-        self._resume: tuple[int, int] | None = None  # (epoch, batches trained) for the next train loader
+        self._resume: tuple[int, int] | None = None  # (epoch, batches trained) for the train loaders of this fit
 
     # -- files and examples ------------------------------------------------------------------------
     def path(self, split: str) -> Path:
@@ -231,18 +231,22 @@ class TacredDataModule(L.LightningDataModule):
         )
         options = dict(batch_sampler=sampler, collate_fn=data.collate, num_workers=self.num_workers,
                        persistent_workers=self.num_workers > 0)
-        if train and self._resume is not None:
+        if train and self._resume is not None:  # each train loader of the fit: Lightning may build two
             sampler.resume_within(*self._resume)
-            self._resume = None
         return DataLoader(data, **options)
 
     def resume_within(self, epoch: int, batches_done: int) -> None:
-        """The next train loader's pass over ``epoch`` leaves out its first ``batches_done`` batches, which the fit
-        being resumed had trained already (:class:`~tacred.training.callbacks.LastCheckpoint` calls this as a fit
-        resumes from a checkpoint written inside an epoch). With the step seeds of
+        """The train loaders' pass over ``epoch`` leaves out its first ``batches_done`` batches, which the fit being
+        resumed had trained already (:class:`~tacred.training.callbacks.LastCheckpoint` calls this as a fit resumes
+        from a checkpoint written inside an epoch). With the step seeds of
         :class:`~tacred.training.reproducibility.ReproducibleSteps`, the resumed run trains on what an uninterrupted
-        one would."""
+        one would. It holds for every train loader built until the fit ends: with the linear schedule, Lightning
+        builds one to count the steps (``trainer.estimated_stepping_batches``) and then the one it trains on."""
         self._resume = (epoch, batches_done)
+
+    def teardown(self, stage: str) -> None:
+        if stage == "fit":  # a later fit with this data module starts where its own checkpoint says
+            self._resume = None
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", train=True)

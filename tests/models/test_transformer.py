@@ -260,6 +260,31 @@ def test_ablation_tables_count_a_transformers_parameters(trained: Path) -> None:
     assert count_parameters(ckpt) == sum(p.numel() for p in net.parameters())  # every weight learns, no pooler
 
 
+@pytest.mark.slow  # three tiny trainings
+def test_a_transformer_fit_stopped_inside_an_epoch_resumes_there(demo_data: Path, tmp_path: Path,
+                                                                 tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The linear schedule counts its steps from a train loader that Lightning builds before the one it trains on;
+    a fit resumed inside an epoch leaves out the batches already trained from the one it trains on too, so it ends
+    with the uninterrupted run's weights (it once trained that epoch's first batches again and never its last)."""
+    from tests.training.test_mid_epoch_resume import dev_rows, weights
+
+    bert = write_tiny_bert(tmp_path_factory.mktemp("tiny_bert_mid_epoch"), corpus_words(demo_data))
+    args = ["fit", "--config", "configs/demo.yaml", "--data.data_dir", str(demo_data), *TRANSFORMER,
+            "--model.network.pretrained", str(bert), "--trainer.max_epochs", "2", "--data.batch_size", "20",
+            "--trainer.enable_progress_bar", "false"]
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    run_in_process(*args, "--run_dir", str(straight))
+    crash = ("--trainer.callbacks+={'class_path': 'tests.training.test_mid_epoch_resume.CrashAt', "
+             "'init_args': {'epoch': 1, 'batch': 5}}")
+    crashed = run_in_process(*args, "--run_dir", str(stopped), "--checkpoint_minutes", "1e-9", crash, check=False)
+    assert crashed.status != 0 and "simulated crash" in crashed.stderr
+    resumed = run_in_process(*args, "--run_dir", str(stopped))
+    assert "last.ckpt inside epoch 2, after 5 of its batches" in resumed.stderr
+    assert dev_rows(stopped) == dev_rows(straight)
+    ours, theirs = weights(stopped / "checkpoints" / "last.ckpt"), weights(straight / "checkpoints" / "last.ckpt")
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
 @pytest.mark.slow  # a subprocess killed mid-run, then resumed
 def test_a_killed_transformer_run_resumes_to_the_same_numbers(demo_data: Path, tmp_path: Path,
                                                              tmp_path_factory: pytest.TempPathFactory) -> None:
