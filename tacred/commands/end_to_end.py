@@ -14,10 +14,10 @@ EPILOG = """\
 SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_end` section: `results` and
 `runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
 SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
-convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows); then `models`
-(key, name, inputs, variant, seeds: N for 1 to N or a list of seeds, optional target: micro_f1, ner_f1; `variants: [A, B]` in place of `variant`
-where a recipe's seeds were trained under several of the sweep's variants, each seed from the one that trained it;
-optional ner: KEY) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source). Optional
+convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows);
+then `models` (key, name, inputs, variant, seeds: N for seeds 1 to N or a list of seeds, optional target: micro_f1,
+ner_f1; `variants: [A, B]` in place of `variant` where a recipe's seeds were trained under several of the sweep's
+variants, each seed from the one that trained it; optional ner: KEY) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source). Optional
 `ners` (key, name, args: options of `tacred ner train`, e.g. [--encoder, transformer, --pretrained, mpnet]): a NER
 trained once a seed under RUNS/ner/KEY/seed_S and used by every row that names it (ner: KEY), whose extractions go
 to RUNS/VARIANT/seed_S/ner_KEY/ and whose record is end_to_end_ner_KEY.json; rows without one train their own.
