@@ -58,3 +58,17 @@ def test_predict_file_defaults_to_the_test_file(tacred_sample):
     assert dm.path("predict") == dm.path("test")
     dm = TacredDataModule(data_dir=str(tacred_sample), predict_file="dev.json")
     assert dm.path("predict").name == "dev.json"
+
+
+def test_a_resume_point_holds_for_every_train_loader_of_the_fit(demo_data):
+    """As a fit resumes inside an epoch, Lightning may build the train loader twice (the linear schedule counts its
+    steps from the first, the fit trains on the second): each leaves out the batches already trained, and after the
+    fit's teardown the data module's loaders are whole again."""
+    dm = TacredDataModule(data_dir=str(demo_data), batch_size=20)
+    whole = [batch.index.tolist() for batch in dm.train_dataloader()]
+    dm.resume_within(0, 5)
+    first, second = dm.train_dataloader(), dm.train_dataloader()
+    assert [batch.index.tolist() for batch in second] == whole[5:]
+    assert [batch.index.tolist() for batch in first] == whole[5:]
+    dm.teardown("fit")
+    assert [batch.index.tolist() for batch in dm.train_dataloader()] == whole
