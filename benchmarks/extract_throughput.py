@@ -12,13 +12,18 @@ document, or those of another TACRED-format file (``--documents data/kbp37/test.
 candidate pairs per sentence).
 
     python benchmarks/extract_throughput.py [--documents FILE] [--pipelines spacy_tagger,paper_plain,paper,...]
-        [--workers 1]
+        [--workers 1] [--rounds 3]
+
+Every row runs ``--rounds`` times, the rows taking turns, and each cell is the median over the rounds: a row's
+share of spaCy's is taken within a round, so that the machine's drift between rows run minutes apart (seen up to
+a third on the project's 2-core machines) moves it less.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -274,9 +279,11 @@ PIPELINES = ("spacy", "spacy_tagger", "paper_plain", "paper", "paper50", "kbp37"
 
 
 def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str, ...] | None = None,
-        workers: tuple[int, ...] = (1, 2)) -> Table:
+        workers: tuple[int, ...] = (1, 2), rounds: int = 1) -> Table:
     """The table; ``pipelines`` default to all of :data:`PIPELINES` (quick: all but the 50-d network and the shipped
-    model, whose code path the tiny paper network's row already runs)."""
+    model, whose code path the tiny paper network's row already runs). ``rounds``: every row runs once a round, the
+    rounds one after another; a share is taken within each round and every cell is the median over the rounds (the
+    machine's speed drifts between rows run minutes apart). Quick mode runs one round."""
     import torch
 
     if pipelines is None:
@@ -298,53 +305,81 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
                       ["pipeline", "workers", "documents/s", "sentences/s", "% of spaCy NER", "% of NER + tagger",
                        "sentences per CPU-s", "% of NER + tagger, CPU", "model CPU ms/sentence",
                        "model MFLOP/sentence", "model time ÷ FLOP time", "peak RSS MiB per worker"])
-        ceiling: dict[int, float] = {}
-        tagger: dict[int, float] = {}
-        tagger_cpu = 0.0
+        rows = [(what, label) for what, label in (
+            ("spacy", "spaCy NER alone (sentencizer + ner)"),
+            ("spacy_tagger", "spaCy NER + tagger (what the paper network needs)"),
+            ("paper_plain", "paper network (tiny), one pass per pair (before)" if quick else
+             "paper network (300-d words), one pass per pair (before)"),
+            ("paper", "paper network (tiny)" if quick else "paper network (300-d words)"),
+            ("paper50", "paper network, 50-d words (the GloVe models' layout)"),
+            ("kbp37", "the shipped KBP37 model (50-d GloVe, 43,867 words)"),
+            ("minilm", "tiny BERT" if quick else "MiniLM (all-MiniLM-L6-v2)"))
+            # spaCy's NER alone: the ceiling every row is read against
+            if what in pipelines or what == "spacy"]
+        counts = (1,) if quick else workers
+        # every row once a round, the rounds one after another: a row's shares are taken within each round (rows
+        # measured minutes apart), and each cell is the median over the rounds
+        measured: dict[tuple[str, int], list[dict[str, Any]]] = {(what, c): [] for what, _ in rows for c in counts}
+        for _ in range(rounds):
+            for what, _ in rows:
+                for count in counts:
+                    task = {"what": what if what.startswith("spacy") else "extract", "workers": count,
+                            "ckpt": str(checkpoints.get(what, "")), "source": str(documents or work / "data"),
+                            "documents": n_docs, "plain": what == "paper_plain"}
+                    # quick: in this process, a smoke test
+                    got = worker(task) if quick else run_worker(__file__, task, env={"OMP_NUM_THREADS": "1"})
+                    torch.set_num_threads(threads)
+                    measured[(what, count)].append(got)
         rates: list[float] = []
         pairs: dict[str, float] = {}
-        for what, label in (("spacy", "spaCy NER alone (sentencizer + ner)"),
-                            ("spacy_tagger", "spaCy NER + tagger (what the paper network needs)"),
-                            ("paper_plain", "paper network (tiny), one pass per pair (before)" if quick else
-                             "paper network (300-d words), one pass per pair (before)"),
-                            ("paper", "paper network (tiny)" if quick else "paper network (300-d words)"),
-                            ("paper50", "paper network, 50-d words (the GloVe models' layout)"),
-                            ("kbp37", "the shipped KBP37 model (50-d GloVe, 43,867 words)"),
-                            ("minilm", "tiny BERT" if quick else "MiniLM (all-MiniLM-L6-v2)")):
-            if what not in pipelines and what != "spacy":  # spaCy's NER alone: the ceiling every row is read against
-                continue
-            for count in (1,) if quick else workers:
-                task = {"what": what if what.startswith("spacy") else "extract", "workers": count,
-                        "ckpt": str(checkpoints.get(what, "")), "source": str(documents or work / "data"),
-                        "documents": n_docs, "plain": what == "paper_plain"}
-                # quick: in this process, a smoke test
-                got = worker(task) if quick else run_worker(__file__, task, env={"OMP_NUM_THREADS": "1"})
-                torch.set_num_threads(threads)
-                if what == "spacy":
-                    ceiling[count] = got["sentences_per_s"]
-                if what == "spacy_tagger":
-                    tagger[count] = got["sentences_per_s"]
-                    tagger_cpu = got["sentences_per_cpu_s"] or 0.0
-                pairs[label] = got["pairs_per_sentence"]
-                share = 100 * got["sentences_per_s"] / ceiling[count]
-                with_tagger = f"{100 * got['sentences_per_s'] / tagger[count]:.0f}%" if count in tagger else "—"
-                model = got.get("model")
-                if model:
-                    rates.append(model["gflops"])
-                    flop_ms = model["mflop_per_sentence"] / model["gflops"]  # MFLOP / (GFLOP/s) = ms
-                    model_cells = [model["ms_per_sentence"], model["mflop_per_sentence"],
-                                   f"{model['ms_per_sentence'] / flop_ms:.2f}×"]
+        spread: list[str] = []
+        for what, label in rows:
+            for count in counts:
+                runs = measured[(what, count)]
+                ceiling = measured[("spacy", count)]
+                tagger = measured.get(("spacy_tagger", count))
+
+                def share(of: list[dict[str, Any]] | None, key: str, runs: list[dict[str, Any]] = runs) -> list[float]:
+                    """This row's ``key`` over the other row's, round by round."""
+                    if not of or not all(r[key] and o[key] for r, o in zip(runs, of, strict=True)):
+                        return []
+                    return [100 * r[key] / o[key] for r, o in zip(runs, of, strict=True)]
+
+                def median(key: str, runs: list[dict[str, Any]] = runs) -> float:
+                    return statistics.median(r[key] for r in runs)
+
+                pairs[label] = median("pairs_per_sentence")
+                of_tagger, of_tagger_cpu = share(tagger, "sentences_per_s"), share(tagger, "sentences_per_cpu_s")
+                with_tagger = f"{statistics.median(of_tagger):.0f}%" if of_tagger else "—"
+                if rounds > 1 and of_tagger_cpu and what != "spacy_tagger":
+                    spread.append(f"{label}, {count} worker{'s' * (count > 1)}: "
+                                  + ", ".join(f"{v:.0f}%" for v in of_tagger_cpu))
+                models = [r["model"] for r in runs if r.get("model")]
+                if models:
+                    ms, mflop = (statistics.median(m[k] for m in models) for k in ("ms_per_sentence",
+                                                                                    "mflop_per_sentence"))
+                    rate = statistics.median(m["gflops"] for m in models)
+                    rates.append(rate)
+                    # each round's time over its FLOPs' time at the rate measured in the same worker
+                    ratio = statistics.median(m["ms_per_sentence"] * m["gflops"] / m["mflop_per_sentence"]
+                                              for m in models)
+                    model_cells = [ms, mflop, f"{ratio:.2f}×"]
                 else:
                     model_cells = ["—", "—", "—"]
-                per_cpu = got["sentences_per_cpu_s"]
-                cpu_cells = ([per_cpu, f"{100 * per_cpu / tagger_cpu:.0f}%" if tagger_cpu else "—"] if per_cpu
-                             else ["—", "—"])
-                table.add(label, count, got["documents_per_s"], got["sentences_per_s"], f"{share:.0f}%", with_tagger,
-                          *cpu_cells, *model_cells, got["peak_rss_mib"])
+                per_cpu = [r["sentences_per_cpu_s"] for r in runs]
+                cpu_cells = ([statistics.median(per_cpu),
+                              f"{statistics.median(of_tagger_cpu):.0f}%" if of_tagger_cpu else "—"]
+                             if all(per_cpu) else ["—", "—"])
+                table.add(label, count, median("documents_per_s"), median("sentences_per_s"),
+                          f"{statistics.median(share(ceiling, 'sentences_per_s')):.0f}%", with_tagger, *cpu_cells,
+                          *model_cells, median("peak_rss_mib"))
     table.notes += [
         "candidate pairs asked per sentence: " + ", ".join(f"{k} {v:.2f}" for k, v in pairs.items() if v) + " (a "
         "pair of directed labels is asked twice; each pair is one forward pass row of the relation model).",
         machine_line(), f"CPU kernel: torch.backends.cpu.get_cpu_capability() = {torch.backends.cpu.get_cpu_capability()}.",
+        (f"rounds: {rounds}, every row once a round; each cell is the median over the rounds, each share the median "
+         "of the shares taken within a round. The shares of NER + tagger's sentences per CPU-second, round by "
+         "round: " + "; ".join(spread) + "." if spread else "rounds: 1."),
         f"documents: {n_docs}, each {SENTENCES_PER_DOCUMENT} sentences of "
         f"{documents or 'the generated demo corpus'}; chunks of {CHUNK} "
         "documents; one torch thread per worker.",
@@ -391,7 +426,12 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"which rows besides spaCy's NER alone (default: {','.join(PIPELINES)}; --quick: all "
                              "but paper50 and kbp37)")
     parser.add_argument("--workers", default="1,2", help="worker processes per row, e.g. 1 or 1,2 (default 1,2)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="run every row this many times, interleaved, and print the medians (default 3; "
+                             "--quick: 1)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     wanted = None if args.pipelines is None else tuple(p for p in args.pipelines.split(",") if p)
     unknown = sorted(set(wanted or ()) - set(PIPELINES))
     if unknown:
@@ -399,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.documents is not None and not args.documents.exists():
         parser.error(f"--documents {args.documents}: not found")
     counts = tuple(int(w) for w in args.workers.split(",") if w)
-    print(run(quick=args.quick, documents=args.documents, pipelines=wanted, workers=counts).render())
+    print(run(quick=args.quick, documents=args.documents, pipelines=wanted, workers=counts,
+              rounds=1 if args.quick else args.rounds).render())
     return 0
 
 
