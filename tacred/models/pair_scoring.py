@@ -14,8 +14,9 @@ second feed-forward layer. Being linear, a sentence's rows are sums of precomput
 frequent ones; a product for the rest), tags and biases. Without entity masking a pair's subject enters only the
 position-aware layer (its position features), so the pairs that share a sentence and an object share everything
 before it, computed once for them. The rest (the position-aware attention, the classifier) runs per pair as in
-:class:`~tacred.models.network.RelationNetwork`; ``tests/models/test_pair_scoring.py`` holds the result to the plain
-forward pass.
+:class:`~tacred.models.network.RelationNetwork`, its tanh as a sigmoid (vᵀ tanh(u) = 2vᵀ σ(2u) − Σv, σ from exp:
+under half of torch's tanh on a CPU); ``tests/models/test_pair_scoring.py`` holds the result to the plain forward
+pass.
 """
 
 from __future__ import annotations
@@ -171,6 +172,9 @@ class PairScorer(nn.Module):
             post = [outer_weight] + ([pa.hidden.weight @ outer_weight] if pa is not None else [])
             self.register_buffer("post_weight", torch.cat(post), persistent=False)  # (D [+ A], F)
             self.register_buffer("outer_bias", outer_bias, persistent=False)
+            if pa is not None:  # vᵀ tanh(u) + c = (2v)ᵀ σ(2u) + c − Σv, σ(2u) at under half the cost of tanh on a CPU
+                self.register_buffer("score_weight", 2 * pa.score.weight, persistent=False)  # (1, A)
+                self.register_buffer("score_bias", pa.score.bias - pa.score.weight.sum(), persistent=False)
         activation = layer.ffn.activation
         # RReLU at inference is a leaky ReLU with the mean of its slope range (torch.rrelu, training=False)
         self.negative_slope = ((activation.lower + activation.upper) / 2 if isinstance(activation, nn.RReLU)
@@ -290,13 +294,13 @@ class PairScorer(nn.Module):
             rows = (pairs.pair_words != pairs.words[sent]).nonzero(as_tuple=True)  # the rows entity masking rewrote
             if rows[0].numel():
                 masked = (*rows, pairs.pair_words[rows])
-                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, pad, masked)
+                inner, tail = self._attend_tables(pairs, sent, bins, subject_bins, masked)
                 return self._after_attention(inner, tail, pad)
             # no rewritten rows: the subject enters only the position-aware layer, so the pairs that share a sentence
             # and an object (its binned positions) share everything before it, computed once for them
             group_sent, group_bins, of_pair = _objects(sent, bins)
             group_pad = pairs.pad_mask[group_sent]
-            inner, tail = self._attend_tables(pairs, group_sent, group_bins, None, group_pad)
+            inner, tail = self._attend_tables(pairs, group_sent, group_bins, None)
             return self._after_attention(inner, tail, group_pad, (of_pair, subject_bins, pad))
         # the sentences' inputs, each once; a pair's input differs from its sentence's by the object-position row
         # and by the words that entity masking changed
@@ -366,17 +370,21 @@ class PairScorer(nn.Module):
             logits = net.classifier(query)
             return logits if shared is None else logits.index_select(0, shared[0])
         pa = net.position_aware
-        u = total[..., d:].add_(pa.query(query)[:, None, :])  # (P, T, A): Zhang et al.'s u_i
+        u = torch.add(total[..., d:], pa.query(query)[:, None, :])  # (P, T, A): Zhang et al.'s u_i, contiguous
         if shared is not None:
             of_pair, subject_bins, pad = shared
             u = u.index_select(0, of_pair).add_(self.subject_features[subject_bins])
             states = states.index_select(0, of_pair)
-        scores = pa.score(u.tanh_()).squeeze(-1).masked_fill(pad, float("-inf"))  # (P, T)
+        # vᵀ tanh(u) from σ(2u) = 1 / (1 + exp(-2u)), each step a pass that gives every element the same result
+        # wherever it lies in the tensor (torch's own sigmoid and tanh round the last elements of a tensor another
+        # way, so a pair's scores would depend on its batch)
+        scores = F.linear(u.mul_(-2).exp_().add_(1).reciprocal_(), self.score_weight, self.score_bias).squeeze(-1)
+        scores = scores.masked_fill(pad, float("-inf"))  # (P, T)
         summary = torch.bmm(torch.softmax(scores, dim=-1)[:, None, :], states).squeeze(1)  # (P, D)
         return net.classifier(summary)  # (P, L)
 
     def _attend_tables(self, pairs: SentencePairs, sent: torch.Tensor, bins: torch.Tensor,
-                       subject_bins: torch.Tensor | None, pad: torch.Tensor,
+                       subject_bins: torch.Tensor | None,
                        masked: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """The paper's attention for pairs whose rows are their sentence's plus an object-position row, without a
@@ -408,6 +416,9 @@ class PairScorer(nn.Module):
             m = bias.m[:, clipped_distances(n, bias.max_distance, maps.device)] * (1.0 / math.sqrt(bias.head_dim))
             sentence = sentence + (r_sent @ m.transpose(-1, -2)).gather(-1, distances.expand(s, h, n, n))
             object_terms = object_terms + (r_obj @ m.transpose(-1, -2))[:, :, None, :]  # (H, 17, 1, 2T-1)
+        # padding's keys at -inf once per sentence: every pair's logits start from their sentence's, and what is added
+        # to them is finite
+        sentence = sentence.masked_fill_(pairs.pad_mask[:, None, None, :], float("-inf"))
         sentence_object = q_s @ k_o.transpose(-1, -2)[None]  # (S, H, T, 17): q_s·k_o
         object_sentence = q_o[None] @ k_s.transpose(-1, -2)  # (S, H, 17, T): q_o·k_s
         # each pair's index into the (17, 17, 2T-1) table of a head: (b_t, b_u, u - t)
@@ -431,8 +442,12 @@ class PairScorer(nn.Module):
         if subject_bins is not None:
             summed.append(subject_bins.reshape(-1) + (s * n + k))
         index = torch.stack(summed, dim=1)
-        pair_rows = F.embedding_bag(index, torch.cat([maps[:, cols["own"]], self.argument_rows]), mode="sum")
-        pair_rows = pair_rows.view(p, n, -1)  # (P, T, H·F + D [+ A])
+        # the values and the tail in buffers of their own: the feed-forward's product adds into the tail, and a
+        # product runs slower into a slice of a wider buffer
+        start, width = cols["own"].start, cols["values"]
+        values, tail = (F.embedding_bag(index, torch.cat([maps[:, start + a:start + b], self.argument_rows[:, a:b]]),
+                                        mode="sum").view(p, n, -1)
+                        for a, b in ((0, width), (width, maps.shape[1] - start)))  # (P, T, H·F), (P, T, D [+ A])
         terms = None
         if masked is not None:
             pm, tm, written = masked
@@ -442,12 +457,12 @@ class PairScorer(nn.Module):
             distinct, which = torch.unique((sent[pm] * n + tm) * words + written, return_inverse=True)
             first = torch.empty_like(distinct).scatter_(0, which, torch.arange(len(which), device=which.device))
             moved = self._word_rows(distinct % words) - self._word_rows(pairs.words.view(-1)[distinct // words])
-            pair_rows.index_put_((pm, tm), moved[:, cols["own"]].index_select(0, which), accumulate=True)
+            own_moved = moved[:, cols["own"]].index_select(0, which)
+            values.index_put_((pm, tm), own_moved[:, :width], accumulate=True)
+            tail.index_put_((pm, tm), own_moved[:, width:], accumulate=True)
             terms = self._masked_terms(pm, tm, which, moved[:, cols["logits"]], first, sent, bins, q_s, k_s, q_o, k_o)
-        keys = pad[:, None, :]
         f = self.fold_bias.shape[0]
         inner = self.fold_bias.expand(p, n, f)  # the heads' shares add up to the inner feed-forward's input
-        rows = pair_rows[..., :cols["values"]]
         for i in range(h):
             logits = sentence[:, i].index_select(0, base_sent)  # (G, T, T)
             logits += sentence_object[:, i].index_select(0, base_sent).gather(2, columns)
@@ -457,10 +472,10 @@ class PairScorer(nn.Module):
                 logits = terms[i].add_(logits.index_select(0, of_pair))
             elif terms is not None:
                 logits += terms[i]
-            weights = torch.softmax(logits.masked_fill_(keys, float("-inf")), dim=-1)
-            share = rows[..., i * f:(i + 1) * f]
+            weights = torch.softmax(logits, dim=-1)
+            share = values[..., i * f:(i + 1) * f]
             inner = torch.baddbmm(inner, weights, share) if i == 0 else inner.baddbmm_(weights, share)  # (P, T, F)
-        return inner, pair_rows[..., cols["values"]:]
+        return inner, tail
 
     def _masked_terms(self, pm: torch.Tensor, tm: torch.Tensor, which: torch.Tensor, moved: torch.Tensor,
                       first: torch.Tensor, sent: torch.Tensor, bins: torch.Tensor, q_s: torch.Tensor,

@@ -252,6 +252,21 @@ def mentions(folder: Path) -> list[dict]:
     return list(read_mentions(folder))
 
 
+# A mention's probability as the two engines write it (rounded to 6 decimals) may differ by one in the last place: the
+# relation model's float32 scores of a pair move by a unit in the last place with the batch around it and the process
+# that computes it (the tiny model's `Globex Corp per:stateorprovinces_of_residence John Smith` of doc-0297 gives
+# 0.1068155095 in a chunk of 4 documents and 0.1068154722 alone, so 0.106816 or 0.106815)
+PROBABILITY_PLACE = 1e-6
+
+
+def same_mentions(got: list[dict], expected: list[dict]) -> None:
+    """The same mentions in the same order, every field equal and the probabilities within their last place."""
+    assert len(got) == len(expected)
+    for i, (a, b) in enumerate(zip(got, expected, strict=True)):
+        assert {**a, "probability": None} == {**b, "probability": None}, f"mention {i}"
+        assert abs(a["probability"] - b["probability"]) <= PROBABILITY_PLACE * 1.001, f"mention {i}: {a} != {b}"
+
+
 def recorded_documents(folder: Path) -> list[str]:
     """Every document of the folder's records (extracted or skipped), one entry per time it was recorded."""
     found = []
@@ -318,7 +333,7 @@ def test_a_two_node_ray_run_survives_a_killed_node_and_a_killed_driver_with_ever
         Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in killed), 15)
     print(f"ray: worker node killed with {at_kill} of {blocks} blocks done; {time.monotonic() - started:.0f} s "
           f"from the driver's start to its end")
-    assert mentions(on_ray) == expected  # every mention once, in input order
+    same_mentions(mentions(on_ray), expected)  # every mention once, in input order
     for name in ("summary.json", "bad.jsonl"):
         assert (on_ray / name).read_bytes() == (single / name).read_bytes(), name
     assert sorted(recorded_documents(on_ray)) == sorted(recorded_documents(single))  # every document once
@@ -356,7 +371,7 @@ def test_a_two_node_ray_run_survives_a_killed_node_and_a_killed_driver_with_ever
     assert len(finished) < news_blocks, "the first run ended before its driver was killed"
     again = subprocess.run(command, cwd=REPO, env=cluster.env, capture_output=True, text=True, timeout=180)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert mentions(resumed) == [m for m in expected if m["doc_id"] in ids]
+    same_mentions(mentions(resumed), [m for m in expected if m["doc_id"] in ids])
     assert sorted(recorded_documents(resumed)) == sorted(ids) and done_count(resumed) == news_blocks
     # the blocks the killed run finished were skipped, not done again; one model load for each run's one actor
     assert {name: (resumed / "done" / name).stat().st_mtime_ns for name in finished} == finished
