@@ -121,7 +121,9 @@ def test_shape_columns_give_an_uncased_encoder_the_case_it_does_not_see(minilm: 
     nlp = spacy.blank("en")
     docs = [nlp("the paris office"), nlp("the Paris office")]
     plain = token_vectors(minilm).predict(docs)
-    np.testing.assert_allclose(plain[0], plain[1], atol=1e-6)  # all-MiniLM-L6-v2 lowercases: the same pieces
+    # all-MiniLM-L6-v2 lowercases: the same pieces, so the same vectors up to float32 rounding, which differs between
+    # the rows of one batch on some CPUs (up to 2.7e-6 on a 2-core AMD EPYC with AVX-512)
+    np.testing.assert_allclose(plain[0], plain[1], atol=1e-5)
     model = token_vectors(minilm, shape_width=16)
     model.initialize(X=docs)
     assert model.get_dim("nO") == 384 + 16
