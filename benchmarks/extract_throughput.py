@@ -275,6 +275,14 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
 
 
 
+def round_shares(runs: list[dict[str, Any]], of: list[dict[str, Any]] | None, key: str) -> list[float]:
+    """A row's ``key`` as a percentage of another row's, round by round (``runs`` and ``of``: the two rows' results in
+    round order); empty where the other row is missing or a round lacks the figure (``None``, or 0)."""
+    if not of or not all(r[key] and o[key] for r, o in zip(runs, of, strict=True)):
+        return []
+    return [100 * r[key] / o[key] for r, o in zip(runs, of, strict=True)]
+
+
 PIPELINES = ("spacy", "spacy_tagger", "paper_plain", "paper", "paper50", "kbp37", "minilm")
 
 
@@ -339,17 +347,12 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
                 ceiling = measured[("spacy", count)]
                 tagger = measured.get(("spacy_tagger", count))
 
-                def share(of: list[dict[str, Any]] | None, key: str, runs: list[dict[str, Any]] = runs) -> list[float]:
-                    """This row's ``key`` over the other row's, round by round."""
-                    if not of or not all(r[key] and o[key] for r, o in zip(runs, of, strict=True)):
-                        return []
-                    return [100 * r[key] / o[key] for r, o in zip(runs, of, strict=True)]
-
                 def median(key: str, runs: list[dict[str, Any]] = runs) -> float:
                     return statistics.median(r[key] for r in runs)
 
                 pairs[label] = median("pairs_per_sentence")
-                of_tagger, of_tagger_cpu = share(tagger, "sentences_per_s"), share(tagger, "sentences_per_cpu_s")
+                of_tagger = round_shares(runs, tagger, "sentences_per_s")
+                of_tagger_cpu = round_shares(runs, tagger, "sentences_per_cpu_s")
                 with_tagger = f"{statistics.median(of_tagger):.0f}%" if of_tagger else "—"
                 if rounds > 1 and of_tagger_cpu and what != "spacy_tagger":
                     spread.append(f"{label}, {count} worker{'s' * (count > 1)}: "
@@ -371,7 +374,7 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
                               f"{statistics.median(of_tagger_cpu):.0f}%" if of_tagger_cpu else "—"]
                              if all(per_cpu) else ["—", "—"])
                 table.add(label, count, median("documents_per_s"), median("sentences_per_s"),
-                          f"{statistics.median(share(ceiling, 'sentences_per_s')):.0f}%", with_tagger, *cpu_cells,
+                          f"{statistics.median(round_shares(runs, ceiling, 'sentences_per_s')):.0f}%", with_tagger, *cpu_cells,
                           *model_cells, median("peak_rss_mib"))
     table.notes += [
         "candidate pairs asked per sentence: " + ", ".join(f"{k} {v:.2f}" for k, v in pairs.items() if v) + " (a "

@@ -159,3 +159,20 @@ def test_bf16_rows_only_where_the_cpu_has_bf16_instructions(monkeypatch: pytest.
     monkeypatch.delenv("TACRED_BENCH_BF16")
     monkeypatch.setattr(common, "cpu_flags", lambda: ["avx2", "avx512_bf16", "avx512f"])
     assert common.precisions(quick=False) == ("32-true", "bf16-mixed")
+
+
+def test_extraction_shares_are_taken_within_each_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import statistics
+
+    import extract_throughput
+
+    # the machine twice as fast in the second round: each round's share is the same, unlike the share of medians
+    tagger = [{"sentences_per_s": 100.0}, {"sentences_per_s": 200.0}, {"sentences_per_s": 120.0}]
+    paper = [{"sentences_per_s": 60.0}, {"sentences_per_s": 120.0}, {"sentences_per_s": 72.0}]
+    shares = extract_throughput.round_shares(paper, tagger, "sentences_per_s")
+    assert shares == pytest.approx([60.0, 60.0, 60.0])
+    assert statistics.median(shares) == pytest.approx(60.0)
+    assert extract_throughput.round_shares(paper, None, "sentences_per_s") == []  # no such row in the run
+    cpu = [{"sentences_per_cpu_s": None}, {"sentences_per_cpu_s": 100.0}, {"sentences_per_cpu_s": 100.0}]
+    assert extract_throughput.round_shares(cpu, cpu, "sentences_per_cpu_s") == []  # two workers: no CPU rate
