@@ -370,13 +370,13 @@ class PairScorer(nn.Module):
             logits = net.classifier(query)
             return logits if shared is None else logits.index_select(0, shared[0])
         pa = net.position_aware
-        u = torch.add(total[..., d:], pa.query(query)[:, None, :])  # (P, T, A): Zhang et al.'s u_i, contiguous
+        u = total[..., d:].add_(pa.query(query)[:, None, :])  # (P, T, A): Zhang et al.'s u_i
         if shared is not None:
             of_pair, subject_bins, pad = shared
             u = u.index_select(0, of_pair).add_(self.subject_features[subject_bins])
             states = states.index_select(0, of_pair)
         # vᵀ tanh(u) from σ(2u) = 1 / (1 + exp(-2u)), each step a pass that gives every element the same result
-        # wherever it lies in the tensor (torch's own sigmoid and tanh round the last elements of a tensor another
+        # wherever it lies in the tensor (torch's own sigmoid rounds the last elements of a contiguous tensor another
         # way, so a pair's scores would depend on its batch)
         scores = F.linear(u.mul_(-2).exp_().add_(1).reciprocal_(), self.score_weight, self.score_bias).squeeze(-1)
         scores = scores.masked_fill(pad, float("-inf"))  # (P, T)
