@@ -36,6 +36,7 @@ class SignatureFilter:
                 _warned = True
         else:
             self.open = set()
+        self._possible: dict[tuple[str, str, bool], bool] = {}  # pair_possible's answers, by its arguments
         self.allowed = signatures.coarsened()
         # the facts' own signatures: R(e1,e2)'s pairs as they are, R(e2,e1)'s with the arguments swapped
         self.facts: dict[str, set[tuple[str, str]]] = {}
@@ -55,9 +56,14 @@ class SignatureFilter:
                 or (subject_type, object_type) in self.facts.get(relation, ()))
 
     def pair_possible(self, first_type: str, second_type: str, both_orders: bool) -> bool:
-        """Whether some relation takes the pair (in either order when ``both_orders``)."""
+        """Whether some relation takes the pair (in either order when ``both_orders``): asked of every candidate pair,
+        so each answer is kept (a handful of types make a handful of questions)."""
         if not self.active:
             return True
-        if any(self.takes(label, first_type, second_type) for label in self.labels):
-            return True
-        return both_orders and any(self.takes(label, second_type, first_type) for label in self.labels)
+        key = (first_type, second_type, both_orders)
+        known = self._possible.get(key)
+        if known is None:
+            known = any(self.takes(label, first_type, second_type) for label in self.labels) or (
+                both_orders and any(self.takes(label, second_type, first_type) for label in self.labels))
+            self._possible[key] = known
+        return known

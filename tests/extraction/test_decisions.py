@@ -71,3 +71,20 @@ def test_a_directed_pair_is_reported_once_in_the_relations_own_order_with_both_o
     assert r.evidence == {"combined": "mean", "orders": [
         {"subject": "John Smith", "object": "Acme Corp", "label": "Cause-Effect(e2,e1)", "probability": pytest.approx(0.8)},
         {"subject": "Acme Corp", "object": "John Smith", "label": "Cause-Effect(e1,e2)", "probability": pytest.approx(0.6)}]}
+
+
+def test_a_pair_is_possible_when_some_relation_takes_it_in_the_order_asked_or_either_order_when_both_are_asked():
+    from tacred.data.signatures import Signatures
+    from tacred.extraction.signature_filter import SignatureFilter
+
+    labels = ["no_relation", "per:employee_of", "per:city_of_birth"]
+    signatures = Signatures({"per:employee_of": frozenset({("PERSON", "ORGANIZATION")}),
+                             "per:city_of_birth": frozenset({("PERSON", "CITY")})})
+    types = SignatureFilter(signatures, labels, "no_relation")
+    # asked twice in turns: the kept answers are those of each question (its order flag included)
+    for _ in range(2):
+        assert types.pair_possible("PERSON", "ORGANIZATION", False)
+        assert not types.pair_possible("ORGANIZATION", "PERSON", False)
+        assert types.pair_possible("ORGANIZATION", "PERSON", True)
+        assert not types.pair_possible("CITY", "ORGANIZATION", True)
+    assert SignatureFilter(signatures, labels, "no_relation", enabled=False).pair_possible("CITY", "CITY", False)
