@@ -14,28 +14,11 @@ import torch
 
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "docs" / "results" / "extraction" / "masked_low_rank"))
-sys.path.insert(0, str(REPO / "benchmarks"))
-import extract_throughput as bench  # noqa: E402
-from time_pair_scorer import SETS  # noqa: E402
-
-
-class Sink:
-    def done_chunks(self):
-        return set()
-
-    def write(self, done):
-        pass
-
-    def finish(self):
-        from tacred.extraction.output import Totals
-
-        return Totals()
+from time_pair_scorer import SETS, recorded_batches  # noqa: E402
 
 
 def main(work: Path, sizes: list[int]) -> None:
-    from tacred.extraction.documents import Document
     from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
-    from tacred.extraction.runner import run_extraction
 
     torch.set_num_threads(1)
     recorded = {}
@@ -44,19 +27,7 @@ def main(work: Path, sizes: list[int]) -> None:
                                      num_threads=1, batch_size=size)
         for name, source in SETS.items():
             extractor = DocumentExtractor(settings)
-            backend, batches = extractor.predictor.backend, []
-            real = backend.pair_probabilities
-
-            def kept(arrays, real=real, batches=batches):
-                batches.append({k: v.copy() for k, v in arrays.items()})
-                return real(arrays)
-
-            backend.pair_probabilities = kept
-            docs = bench._documents(source or work / "data", 400)
-            run_extraction(settings, (Document(f"d{i}", t) for i, t in enumerate(docs)), Sink(), 1, bench.CHUNK,
-                           extractor=extractor)
-            backend.pair_probabilities = real
-            recorded[size, name] = backend, batches
+            recorded[size, name] = extractor.predictor.backend, recorded_batches(settings, extractor, source, work)
     for round_ in range(1, 4):
         for (size, name), (backend, batches) in recorded.items():
             sentences = sum(len(b["words"]) for b in batches)

@@ -30,42 +30,53 @@ def extractor(work: Path):
     return settings, DocumentExtractor(settings)
 
 
+def recorded_batches(settings, ex, source, work: Path) -> list[dict]:
+    """The arrays of every pair_probabilities call of ``ex`` while it extracts from 400 documents of ``source``
+    (None: the generated demo corpus in WORK/data)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import extract_throughput as bench
+
+    from tacred.extraction.documents import Document
+    from tacred.extraction.output import Totals
+    from tacred.extraction.runner import run_extraction
+
+    batches, backend = [], ex.predictor.backend
+    real = backend.pair_probabilities
+
+    def kept(arrays):
+        batches.append({k: v.copy() for k, v in arrays.items()})
+        return real(arrays)
+
+    class Sink:
+        def done_chunks(self):
+            return set()
+
+        def write(self, done):
+            pass
+
+        def finish(self):
+            return Totals()
+
+    backend.pair_probabilities = kept
+    docs = bench._documents(source or work / "data", 400)
+    run_extraction(settings, (Document(f"d{i}", t) for i, t in enumerate(docs)), Sink(), 1, bench.CHUNK,
+                   extractor=ex)
+    backend.pair_probabilities = real
+    return batches
+
+
 def record(work: Path) -> None:
     sys.path.insert(0, str(REPO / "benchmarks"))
     import extract_throughput as bench
 
     from tacred.data.synthetic import write_corpus
-    from tacred.extraction.documents import Document
-    from tacred.extraction.output import Totals
-    from tacred.extraction.runner import run_extraction
 
     write_corpus(work / "data", n_train=600, n_dev=100, n_test=200)
     bench._train("paper", work, work / "data", False)
     torch.set_num_threads(1)
     for name, source in SETS.items():
         settings, ex = extractor(work)
-        batches, backend = [], ex.predictor.backend
-        real = backend.pair_probabilities
-
-        def kept(arrays, real=real, batches=batches):
-            batches.append({k: v.copy() for k, v in arrays.items()})
-            return real(arrays)
-
-        backend.pair_probabilities = kept
-
-        class Sink:
-            def done_chunks(self):
-                return set()
-
-            def write(self, done):
-                pass
-
-            def finish(self):
-                return Totals()
-
-        docs = bench._documents(source or work / "data", 400)
-        run_extraction(settings, (Document(f"d{i}", t) for i, t in enumerate(docs)), Sink(), 1, bench.CHUNK,
-                       extractor=ex)
+        batches = recorded_batches(settings, ex, source, work)
         (work / f"{name}_batches.pkl").write_bytes(pickle.dumps(batches))
         print(name, len(batches), "batches,", sum(len(b["sentence"]) for b in batches), "pairs")
 
