@@ -31,7 +31,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "end_to_end": lambda quick: end_to_end.run(quick).render(),
     "serving": lambda quick: serving.run(quick).render(),
     "transformer": lambda quick: transformer.run(quick).render(),
-    "extract": lambda quick: extract_throughput.run(quick, rounds=1 if quick else 3).render(),
+    "extract": lambda quick: extract_throughput.run(quick, rounds=3).render(),
 }
 
 
