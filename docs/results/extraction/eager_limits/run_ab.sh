@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Each variant of tacred/models/pair_scoring.py (VARIANT.diff, against the checkout's) timed against the checkout's
-# own in one process on the recorded batches (contiguous_tail/ab_pair_scorer.py), one after another.
+# Each variant of tacred/models/pair_scoring.py (VARIANT.diff, written against 6c96b4f's file, which later commits
+# keep) timed against the checkout's own in one process on the recorded batches (contiguous_tail/ab_pair_scorer.py),
+# one after another.
 #
 #     python docs/results/extraction/masked_low_rank/time_pair_scorer.py WORK record   # once: the batches
 #     bash docs/results/extraction/eager_limits/run_ab.sh WORK [ROUNDS]

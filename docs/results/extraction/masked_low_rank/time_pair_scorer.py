@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[4]
+sys.path.insert(0, str(REPO / "benchmarks"))
 SETS = {"kbp37": REPO / "data" / "kbp37" / "test.json", "demo": None}
 
 
@@ -30,14 +31,27 @@ def extractor(work: Path):
     return settings, DocumentExtractor(settings)
 
 
+class Sink:
+    """An output that keeps nothing: every chunk is extracted, none written."""
+
+    def done_chunks(self):
+        return set()
+
+    def write(self, done):
+        pass
+
+    def finish(self):
+        from tacred.extraction.output import Totals
+
+        return Totals()
+
+
 def recorded_batches(settings, ex, source, work: Path) -> list[dict]:
     """The arrays of every pair_probabilities call of ``ex`` while it extracts from 400 documents of ``source``
     (None: the generated demo corpus in WORK/data)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
     import extract_throughput as bench
 
     from tacred.extraction.documents import Document
-    from tacred.extraction.output import Totals
     from tacred.extraction.runner import run_extraction
 
     batches, backend = [], ex.predictor.backend
@@ -46,16 +60,6 @@ def recorded_batches(settings, ex, source, work: Path) -> list[dict]:
     def kept(arrays):
         batches.append({k: v.copy() for k, v in arrays.items()})
         return real(arrays)
-
-    class Sink:
-        def done_chunks(self):
-            return set()
-
-        def write(self, done):
-            pass
-
-        def finish(self):
-            return Totals()
 
     backend.pair_probabilities = kept
     docs = bench._documents(source or work / "data", 400)
@@ -66,7 +70,6 @@ def recorded_batches(settings, ex, source, work: Path) -> list[dict]:
 
 
 def record(work: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
     import extract_throughput as bench
 
     from tacred.data.synthetic import write_corpus

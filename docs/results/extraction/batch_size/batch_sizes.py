@@ -3,7 +3,7 @@ forward pass; tacred extract's default is 50): the batches `tacred extract` hand
 size, then every size's batches are timed in turn, three rounds (one torch thread).
 
     python docs/results/extraction/masked_low_rank/time_pair_scorer.py WORK record   # once: the network
-    python docs/results/extraction/eager_limits/batch_sizes.py WORK 16 50 100 400
+    python docs/results/extraction/batch_size/batch_sizes.py WORK 16 50 100 400
 """
 
 import sys

@@ -1,0 +1,50 @@
+"""Where `tacred extract` spends its time outside spaCy and the relation model: cProfile over the extraction of 400
+documents of five KBP37 test sentences with the benchmark's 300-d network (one torch thread), after 32 documents
+of warm-up; prints tacred's own functions of extraction, inference and data by cumulative time (cProfile's times,
+which its overhead inflates).
+
+    python docs/results/extraction/masked_low_rank/time_pair_scorer.py WORK record   # once: the network
+    [PYTHONPATH=CHECKOUT] python docs/results/extraction/eager_limits/extract_profile.py WORK
+"""
+
+import cProfile
+import io
+import pstats
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[4]
+sys.path.insert(0, str(REPO / "docs" / "results" / "extraction" / "masked_low_rank"))
+from time_pair_scorer import SETS, Sink, extractor  # noqa: E402
+
+
+def main(work: Path) -> None:
+    import extract_throughput as bench
+
+    import tacred
+    from tacred.extraction.documents import Document
+    from tacred.extraction.runner import run_extraction
+
+    torch.set_num_threads(1)
+    settings, ex = extractor(work)
+    docs = bench._documents(SETS["kbp37"], 400)
+    run_extraction(settings, (Document(f"w{i}", t) for i, t in enumerate(docs[:32])), Sink(), 1, bench.CHUNK,
+                   extractor=ex)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run_extraction(settings, (Document(f"d{i}", t) for i, t in enumerate(docs)), Sink(), 1, bench.CHUNK,
+                   extractor=ex)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(r"tacred/(extraction|inference|data)", 25)
+    print(f"tacred: {Path(tacred.__file__).parent}")
+    root = str(Path(tacred.__file__).parents[1]) + "/"
+    for line in out.getvalue().splitlines():
+        if line.strip() and not line.startswith(("   Ordered", "   List reduced")):
+            print(line.replace(root, "").replace(str(REPO) + "/", ""))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
