@@ -1,0 +1,94 @@
+"""torch.compile (Inductor, CPU, dynamic shapes) on the pair scorer's two halves, on the recorded batches.
+
+    python docs/results/extraction/masked_low_rank/time_pair_scorer.py WORK record   # once: the batches
+    python docs/results/extraction/eager_limits/compile_trial.py WORK [ROUNDS]
+
+`_attend_tables` (everything up to the attention's output): compiled as it is and with Dynamo told to capture
+data-dependent shapes and scalars (so that nonzero, unique and .numel() need not break the graph); prints the first
+two lines of each failure. `_after_attention` (the feed-forward, the max-pool, the position-aware attention and the
+classifier): compiled, warmed up on every batch once (the compile's seconds printed), then timed against the eager
+scorer in one process, batch by batch in turns (as contiguous_tail/ab_pair_scorer.py), ROUNDS passes (default 3);
+prints CPU ms per sentence, compiled/eager, the largest probability difference and the labels that agree."""
+
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch._dynamo
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "masked_low_rank"))
+from time_pair_scorer import SETS, extractor  # noqa: E402
+
+from tacred.models.pair_scoring import PairScorer, SentencePairs  # noqa: E402
+
+
+def batches(work: Path, name: str) -> list[SentencePairs]:
+    recorded = pickle.loads((work / f"{name}_batches.pkl").read_bytes())
+    return [SentencePairs(**{k: torch.from_numpy(v) for k, v in b.items()}) for b in recorded]
+
+
+def attend_tables_trial(net, pairs: list[SentencePairs]) -> None:
+    for capture in (False, True):
+        torch._dynamo.reset()
+        torch._dynamo.config.capture_dynamic_output_shape_ops = capture
+        torch._dynamo.config.capture_scalar_outputs = capture
+        scorer = PairScorer(net).eval()
+        scorer._attend_tables = torch.compile(scorer._attend_tables, dynamic=True)
+        try:
+            with torch.inference_mode():
+                for p in pairs[:3]:
+                    scorer(p)
+            outcome = "compiled"
+        except Exception as error:  # noqa: BLE001 - the failure is what this trial records
+            lines = [line for line in str(error).splitlines() if line.strip()]
+            outcome = f"{type(error).__name__}: {' '.join(lines[:2])}"
+        print(f"_attend_tables, capture data-dependent shapes {capture}: {outcome}", flush=True)
+    torch._dynamo.reset()
+    torch._dynamo.config.capture_dynamic_output_shape_ops = False
+    torch._dynamo.config.capture_scalar_outputs = False
+
+
+def after_attention_trial(net, work: Path, rounds: int) -> None:
+    scorers = {"eager": PairScorer(net).eval(), "compiled": PairScorer(net).eval()}
+    scorers["compiled"]._after_attention = torch.compile(scorers["compiled"]._after_attention, dynamic=True)
+    with torch.inference_mode():
+        for name in SETS:
+            pairs = batches(work, name)
+            sentences = sum(p.words.shape[0] for p in pairs)
+            start, wall = time.process_time(), time.perf_counter()
+            for p in pairs:
+                scorers["compiled"](p)
+            print(f"{name}: warm-up of the compiled scorer over {len(pairs)} batches {time.process_time() - start:.1f} "
+                  f"CPU s ({time.perf_counter() - wall:.1f} s wall, compiles included)", flush=True)
+            seconds = {k: 0.0 for k in scorers}
+            largest, agree, total = 0.0, 0, 0
+            for rnd in range(rounds):
+                for i, p in enumerate(pairs):
+                    out = {}
+                    for k in ("eager", "compiled") if (i + rnd) % 2 == 0 else ("compiled", "eager"):
+                        start = time.process_time()
+                        out[k] = torch.softmax(scorers[k](p), dim=-1)
+                        seconds[k] += time.process_time() - start
+                    if rnd == 0:
+                        largest = max(largest, (out["eager"] - out["compiled"]).abs().max().item())
+                        agree += int((out["eager"].argmax(1) == out["compiled"].argmax(1)).sum())
+                        total += len(out["eager"])
+            ms = {k: 1000 * v / sentences / rounds for k, v in seconds.items()}
+            print(f"{name}: {sentences} sentences; ms/sentence eager {ms['eager']:.3f}, compiled {ms['compiled']:.3f}, "
+                  f"compiled/eager {seconds['compiled'] / seconds['eager']:.3f}; max |p_compiled - p_eager| "
+                  f"{largest:.2e}, labels agree {agree}/{total}", flush=True)
+
+
+def main(work: Path, rounds: int) -> None:
+    torch.set_num_threads(1)
+    _, ex = extractor(work)
+    net = ex.predictor.backend.module.net.eval()
+    print(f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}")
+    attend_tables_trial(net, batches(work, "demo"))
+    after_attention_trial(net, work, rounds)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 3)
