@@ -29,6 +29,28 @@ def load(path: str, name: str):
     return module
 
 
+def in_turns(scorers: dict, pairs: list, rounds: int) -> tuple[dict, float, int, int]:
+    """Two scorers (``{"old": ..., "new": ...}``, any two names) over ``pairs``, batch by batch in turns, the order
+    swapped every batch, ``rounds`` passes: each one's CPU seconds, the largest difference of their probabilities
+    and how many of the pairs' labels agree, of how many (the first pass)."""
+    first, second = scorers
+    seconds = {k: 0.0 for k in scorers}
+    largest, agree, total = 0.0, 0, 0
+    with torch.inference_mode():
+        for rnd in range(rounds):
+            for i, p in enumerate(pairs):
+                out = {}
+                for k in (first, second) if (i + rnd) % 2 == 0 else (second, first):
+                    start = time.process_time()
+                    out[k] = torch.softmax(scorers[k](p), dim=-1)
+                    seconds[k] += time.process_time() - start
+                if rnd == 0:
+                    largest = max(largest, (out[first] - out[second]).abs().max().item())
+                    agree += int((out[first].argmax(1) == out[second].argmax(1)).sum())
+                    total += len(out[first])
+    return seconds, largest, agree, total
+
+
 def main(work: Path, old_path: str, new_path: str, rounds: int) -> None:
     torch.set_num_threads(1)
     versions = {"old": load(old_path, "old_pair_scoring"), "new": load(new_path, "new_pair_scoring")}
@@ -40,20 +62,7 @@ def main(work: Path, old_path: str, new_path: str, rounds: int) -> None:
         batches = pickle.loads((work / f"{name}_batches.pkl").read_bytes())
         pairs = [versions["old"].SentencePairs(**{k: torch.from_numpy(v) for k, v in b.items()}) for b in batches]
         sentences = sum(p.words.shape[0] for p in pairs)
-        seconds = {"old": 0.0, "new": 0.0}
-        largest, agree, total = 0.0, 0, 0
-        with torch.inference_mode():
-            for rnd in range(rounds):
-                for i, p in enumerate(pairs):
-                    out = {}
-                    for k in ("old", "new") if (i + rnd) % 2 == 0 else ("new", "old"):
-                        start = time.process_time()
-                        out[k] = torch.softmax(scorers[k](p), dim=-1)
-                        seconds[k] += time.process_time() - start
-                    if rnd == 0:
-                        largest = max(largest, (out["old"] - out["new"]).abs().max().item())
-                        agree += int((out["old"].argmax(1) == out["new"].argmax(1)).sum())
-                        total += len(out["old"])
+        seconds, largest, agree, total = in_turns(scorers, pairs, rounds)
         ms = {k: 1000 * v / sentences / rounds for k, v in seconds.items()}
         print(f"{name}: {sentences} sentences, {len(pairs)} batches; ms/sentence old {ms['old']:.3f}, new "
               f"{ms['new']:.3f}, new/old {seconds['new'] / seconds['old']:.3f}; max |p_new - p_old| {largest:.2e}, "

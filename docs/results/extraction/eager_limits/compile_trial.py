@@ -7,7 +7,7 @@
 data-dependent shapes and scalars (so that nonzero, unique and .numel() need not break the graph); prints the first
 two lines of each failure. `_after_attention` (the feed-forward, the max-pool, the position-aware attention and the
 classifier): compiled, warmed up on every batch once (the compile's seconds printed), then timed against the eager
-scorer in one process, batch by batch in turns (as contiguous_tail/ab_pair_scorer.py), ROUNDS passes (default 3);
+scorer in one process, batch by batch in turns (contiguous_tail/ab_pair_scorer.py's `in_turns`), ROUNDS passes (default 3);
 prints CPU ms per sentence, compiled/eager, the largest probability difference and the labels that agree."""
 
 import pickle
@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 import torch._dynamo
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "masked_low_rank"))
-from time_pair_scorer import SETS, extractor  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "contiguous_tail"))
+from ab_pair_scorer import SETS, extractor, in_turns  # noqa: E402
 
 from tacred.models.pair_scoring import PairScorer, SentencePairs  # noqa: E402
 
@@ -62,19 +62,7 @@ def after_attention_trial(net, work: Path, rounds: int) -> None:
                 scorers["compiled"](p)
             print(f"{name}: warm-up of the compiled scorer over {len(pairs)} batches {time.process_time() - start:.1f} "
                   f"CPU s ({time.perf_counter() - wall:.1f} s wall, compiles included)", flush=True)
-            seconds = {k: 0.0 for k in scorers}
-            largest, agree, total = 0.0, 0, 0
-            for rnd in range(rounds):
-                for i, p in enumerate(pairs):
-                    out = {}
-                    for k in ("eager", "compiled") if (i + rnd) % 2 == 0 else ("compiled", "eager"):
-                        start = time.process_time()
-                        out[k] = torch.softmax(scorers[k](p), dim=-1)
-                        seconds[k] += time.process_time() - start
-                    if rnd == 0:
-                        largest = max(largest, (out["eager"] - out["compiled"]).abs().max().item())
-                        agree += int((out["eager"].argmax(1) == out["compiled"].argmax(1)).sum())
-                        total += len(out["eager"])
+            seconds, largest, agree, total = in_turns(scorers, pairs, rounds)
             ms = {k: 1000 * v / sentences / rounds for k, v in seconds.items()}
             print(f"{name}: {sentences} sentences; ms/sentence eager {ms['eager']:.3f}, compiled {ms['compiled']:.3f}, "
                   f"compiled/eager {seconds['compiled'] / seconds['eager']:.3f}; max |p_compiled - p_eager| "
