@@ -153,6 +153,7 @@ LONGEST_FIRST = (
     "experiments/test_tuning.py", "analysis/test_plots.py", "test_distributed.py", "models/test_transformer.py",
     "models/test_model.py", "serving/test_server.py", "test_cli.py", "extraction/test_extract_command.py",
     "inference/test_shipped.py", "inference/test_sentence_pairs.py", "models/test_pair_scoring.py",
+    "data/test_ner_loop.py",  # its slow tier's 70 s of NER trainings
 )
 
 

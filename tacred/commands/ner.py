@@ -20,9 +20,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="train: writes OUT/{train,dev}.spacy (DocBins of the sentences as tacred extract reads them), "
                "OUT/base (the starting pipeline: the base model's NER with the dataset's types), OUT/config.cfg, "
                "OUT/model-best (best dev entity F1), OUT/model-last and OUT/training.json. Give --out RUN/ner and "
-               "tacred extract --ckpt_path RUN uses it (--ner stock: spaCy's own entities).")
+               "tacred extract --ckpt_path RUN uses it (--ner stock: spaCy's own entities). A run that is killed "
+               "leaves OUT/checkpoint; the same command continues from it to the model an unbroken run trains.")
     sub = parser.add_subparsers(dest="action", required=True, metavar="{train}")
-    train = sub.add_parser("train", help="train with spaCy's own training (spacy.cli.train) from a generated config")
+    train = sub.add_parser("train", help="train with spaCy's training loop (resumable) from a generated config")
     train.add_argument("--data", required=True, metavar="DIR",
                        help="a CoNLL04 release folder in SpERT's layout (conll04_train.json, conll04_dev.json)")
     train.add_argument("--out", required=True, metavar="DIR", help="output folder, e.g. RUN/ner beside RUN/checkpoints")
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="train on the training and dev sentences together for --max_epochs over both, without "
                             "an early stop, as SpERT trained its final models; model-best is then the last model "
                             "(nothing held out to choose on) and the dev scores are on seen sentences")
+    train.add_argument("--checkpoint_minutes", type=float, default=10.0, metavar="M",
+                       help="minutes between the checkpoints (OUT/checkpoint: weights, optimizer, position, random "
+                            "state) that a rerun of the same command resumes from (default 10; 0: after every step)")
     train.add_argument("--base_model", default=BASE_MODEL,
                        help=f"--encoder cnn: the packaged spaCy pipeline whose NER training starts from (default "
                             f"{BASE_MODEL})")
@@ -63,20 +67,24 @@ def main(argv: list[str] | None = None) -> int:
     from tacred.data.conll04 import CoNLL04Error
     from tacred.data.ner_training import NerTrainingError, train_ner
     from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.training.quiet import tacred_log_lines
 
     if args.max_epochs < 1 or args.eval_frequency < 1:
         return report("ner", NerTrainingError("--max_epochs and --eval_frequency must be at least 1"))
     for flag, rate in (("--learn_rate", args.learn_rate), ("--head_rate", args.head_rate)):
         if rate is not None and not rate > 0:
             return report("ner", NerTrainingError(f"{flag} {rate}: must be above 0"))
+    if not args.checkpoint_minutes >= 0:
+        return report("ner", NerTrainingError(f"--checkpoint_minutes {args.checkpoint_minutes}: must be 0 or more"))
     if args.shape_width < 0:
         return report("ner", NerTrainingError(f"--shape_width {args.shape_width}: must be 0 (none) or more"))
     try:
-        record = train_ner(args.data, args.out, seed=args.seed, max_epochs=args.max_epochs,
-                           eval_frequency=args.eval_frequency, base_model=args.base_model,
-                           encoder=args.encoder, pretrained=args.pretrained, learn_rate=args.learn_rate,
-                           bf16=args.bf16, head_rate=args.head_rate, shape_width=args.shape_width,
-                           with_dev=args.with_dev)
+        with tacred_log_lines():
+            record = train_ner(args.data, args.out, seed=args.seed, max_epochs=args.max_epochs,
+                               eval_frequency=args.eval_frequency, base_model=args.base_model,
+                               encoder=args.encoder, pretrained=args.pretrained, learn_rate=args.learn_rate,
+                               bf16=args.bf16, head_rate=args.head_rate, shape_width=args.shape_width,
+                               with_dev=args.with_dev, checkpoint_minutes=args.checkpoint_minutes)
     except (NerTrainingError, CoNLL04Error, SpacyModelError, OSError) as err:
         return report("ner", err)
     print(json.dumps({k: record[k] for k in ("labels", "types", "seconds")}

@@ -1,8 +1,9 @@
 """A spaCy NER trained on a dataset's own entity annotations (CoNLL04, SpERT's layout), with spaCy's own training.
 
 The sentences become spaCy ``DocBin`` files of the text ``tacred extract`` reads (the tokens joined by single
-spaces, tokenised by spaCy, each gold entity a character span), and ``spacy.cli.train.train`` trains from a config
-this module writes, with a fixed seed, keeping the best model on dev (entity F1), or training on train and dev
+spaces, tokenised by spaCy, each gold entity a character span), and spaCy's training loop
+(:mod:`tacred.data.ner_loop`: spaCy's steps, with checkpoints a killed run resumes from) trains from a config this
+module writes, with a fixed seed, keeping the best model on dev (entity F1), or training on train and dev
 together for a fixed budget (``--with_dev``). Two encoders (``--encoder``):
 ``cnn`` starts from the packaged pipeline's NER (its own CNN ``tok2vec`` and transition model) given the dataset's
 types as labels; ``transformer`` fine-tunes a Hugging Face encoder (the packaged all-MiniLM-L6-v2, ``mpnet`` or
@@ -18,7 +19,6 @@ import json
 import logging
 import math
 import shutil
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -248,7 +248,7 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
               pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
               head_rate: float | None = None, shape_width: int = 0, with_dev: bool = False,
-              splits: dict[str, str] | None = None) -> dict[str, Any]:
+              splits: dict[str, str] | None = None, checkpoint_minutes: float = 10.0) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
     ``out_dir`` gets ``train.spacy``, ``dev.spacy``, ``base/`` (the starting pipeline; ``cnn`` only),
@@ -259,10 +259,11 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     columns (0: none); see :func:`transformer_config`. ``with_dev``: train on the training and dev sentences together
     for a fixed budget (``max_epochs`` over both; no early stop), as SpERT trained its final models; ``model-best``
     is then the last model, since no held-out sentence is left to choose on, and the dev scores are on seen
-    sentences. Returns that record."""
+    sentences. ``checkpoint_minutes``: minutes between the checkpoints (``out_dir/checkpoint``) that the same call
+    resumes from after a kill (0: after every step). Returns that record."""
     import spacy
-    from spacy.cli.train import train
 
+    from tacred.data import ner_loop
     from tacred.data.ner_encoder import register
 
     if encoder not in ENCODERS:
@@ -305,9 +306,11 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         config = transformer_config(folder, out_dir / "train.spacy", out_dir / "dev.spacy", seed, max_epochs,
                                     train_sentences, eval_frequency, learn_rate, bf16, head_rate, shape_width)
     (out_dir / "config.cfg").write_text(config, encoding="utf-8")
-    began = time.perf_counter()
-    train(out_dir / "config.cfg", out_dir)
-    seconds = time.perf_counter() - began
+    try:
+        legs = ner_loop.train(out_dir / "config.cfg", out_dir, corpora=[out_dir / "train.spacy", out_dir / "dev.spacy"],
+                              checkpoint_minutes=checkpoint_minutes)
+    except ner_loop.ResumeError as err:
+        raise NerTrainingError(str(err)) from None
     best = out_dir / BEST
     if with_dev:  # dev was trained on: the fixed budget's last model is the one kept
         shutil.rmtree(best, ignore_errors=True)
@@ -323,8 +326,9 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
             "head_rate": head_rate, "shape_width": shape_width}
            if encoder == "transformer" else {}),
         "labels": labels, "types": types, "with_dev": with_dev, "train_sentences": train_sentences,
-        "dev_sentences": len(sentences["dev"]), "seconds": round(seconds, 1), "spacy": spacy.__version__,
+        "dev_sentences": len(sentences["dev"]), "seconds": round(legs["seconds"], 1), "spacy": spacy.__version__,
         "dev_scores": meta.get("performance", {}),
+        **({"resumed_at_step": legs["resumed_at_step"]} if legs["resumed_at_step"] is not None else {}),
     }
     (out_dir / "training.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
