@@ -13,6 +13,7 @@ HELP = "Train a spaCy NER on a dataset's own entity annotations (CoNLL04) for ta
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tacred.data.ner_loop import CHECKPOINT_MINUTES
     from tacred.data.ner_training import BASE_MODEL, DEFAULT_PRETRAINED, ENCODERS, TRANSFORMER_RATE
 
     parser = OneLineParser(
@@ -53,9 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="train on the training and dev sentences together for --max_epochs over both, without "
                             "an early stop, as SpERT trained its final models; model-best is then the last model "
                             "(nothing held out to choose on) and the dev scores are on seen sentences")
-    train.add_argument("--checkpoint_minutes", type=float, default=10.0, metavar="M",
+    train.add_argument("--checkpoint_minutes", type=float, default=CHECKPOINT_MINUTES, metavar="M",
                        help="minutes between the checkpoints (OUT/checkpoint: weights, optimizer, position, random "
-                            "state) that a rerun of the same command resumes from (default 10; 0: after every step)")
+                            f"state) that a rerun of the same command resumes from (default {CHECKPOINT_MINUTES:g}; "
+                            "0: after every step)")
     train.add_argument("--base_model", default=BASE_MODEL,
                        help=f"--encoder cnn: the packaged spaCy pipeline whose NER training starts from (default "
                             f"{BASE_MODEL})")

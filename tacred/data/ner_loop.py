@@ -216,9 +216,10 @@ def train(config_path: Path, out: Path, *, corpora: list[Path],
     position = _Position(len(examples))
     if saved is None:
         clean_output_dir(out)
+        names = _parameter_names(nlp)
     else:
         nlp.from_disk(found / "model")
-        names = _parameter_names(nlp)
+        names = _parameter_names(nlp)  # after loading: the NER's model is rebuilt from disk, with new node ids
         _restore_optimizer(optimizer, saved["optimizer"], names)
         for _ in range(saved["step"] + 1):  # the schedules and dropouts are generators: advanced, not stored
             optimizer.step_schedules()
@@ -229,7 +230,6 @@ def train(config_path: Path, out: Path, *, corpora: list[Path],
         _restore_random(saved["random"])
         log.info("resuming %s at step %d (epoch %d, after %d of its batches)", found, first, len(saved["orders"]),
                  saved["done"])
-    names = _parameter_names(nlp)
 
     def save_model(is_best: bool) -> None:
         with nlp.use_params(optimizer.averages):

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tacred.data import ner_loop
 from tacred.data.conll04 import SPLITS, TACRED_TYPES, CoNLL04Error, Sentence, read_conll04
 from tacred.errors import TacredError
 
@@ -248,7 +249,8 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
               pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
               head_rate: float | None = None, shape_width: int = 0, with_dev: bool = False,
-              splits: dict[str, str] | None = None, checkpoint_minutes: float = 10.0) -> dict[str, Any]:
+              splits: dict[str, str] | None = None,
+              checkpoint_minutes: float = ner_loop.CHECKPOINT_MINUTES) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
     ``out_dir`` gets ``train.spacy``, ``dev.spacy``, ``base/`` (the starting pipeline; ``cnn`` only),
@@ -263,7 +265,6 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     resumes from after a kill (0: after every step). Returns that record."""
     import spacy
 
-    from tacred.data import ner_loop
     from tacred.data.ner_encoder import register
 
     if encoder not in ENCODERS:
