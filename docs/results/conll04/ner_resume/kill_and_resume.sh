@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tacred ner train (CNN, CoNLL04, seed 1) twice at once: once unbroken, once SIGKILLed after 100 s and run again with
-# the same options; then the two models compared byte for byte. Run from the repository root after `make install`;
-# OUT (default /tmp/ner_resume) gets both output folders and their logs.
+# the same options; then spaCy's own loop (spacy.cli.train.train) on the unbroken run's config, and the three models
+# compared byte for byte. Run from the repository root after `make install`; OUT (default /tmp/ner_resume) gets the
+# output folders and their logs, and `summary.txt` there is what this folder keeps.
 set -u
 O="${OUT:-/tmp/ner_resume}"
 mkdir -p "$O"
@@ -12,10 +13,29 @@ UNBROKEN=$!
 "$T" "${A[@]}" --out "$O/killed" --checkpoint_minutes 0.5 > "$O/killed1.log" 2>&1 &
 KILLED=$!
 sleep 100
-ls -la "$O/killed/checkpoint" >> "$O/killed1.log" 2>&1
-kill -9 "$KILLED"; wait "$KILLED"
-echo "killed at $(date +%T)" >> "$O/killed1.log"
-"$T" "${A[@]}" --out "$O/killed" --checkpoint_minutes 0.5 > "$O/killed2.log" 2>&1
-wait "$UNBROKEN"
-cmp "$O/unbroken/model-best/ner/model" "$O/killed/model-best/ner/model" && echo SAME_BEST
-cmp "$O/unbroken/model-last/ner/model" "$O/killed/model-last/ner/model" && echo SAME_LAST
+{
+  echo "checkpoint on disk at the kill (bytes):"
+  du -sb "$O/killed/checkpoint" "$O/killed/checkpoint/state.pkl"
+  kill -9 "$KILLED"; wait "$KILLED"
+  echo "killed: exit status $?"
+  "$T" "${A[@]}" --out "$O/killed" --checkpoint_minutes 0.5 > "$O/killed2.log" 2>&1
+  grep "resuming" "$O/killed2.log"
+  wait "$UNBROKEN"
+  mkdir -p "$O/spacy" && cp "$O/unbroken/config.cfg" "$O/spacy/"
+  .venv/bin/python -c "import sys; from spacy.cli.train import train; train(sys.argv[1], sys.argv[2])" \
+    "$O/spacy/config.cfg" "$O/spacy" > "$O/spacy.log" 2>&1
+  for other in killed spacy; do
+    for model in model-best model-last; do
+      cmp -s "$O/unbroken/$model/ner/model" "$O/$other/$model/ner/model" && same=same || same=DIFFERENT
+      echo "unbroken vs $other, $model/ner/model: $same"
+    done
+  done
+  .venv/bin/python - "$O" <<'PY'
+import json, sys
+for run in ("unbroken", "killed"):
+    record = json.load(open(f"{sys.argv[1]}/{run}/training.json"))
+    print(run, "seconds", record["seconds"], "resumed_at_step", record.get("resumed_at_step"),
+          "dev ents_f", record["dev_scores"]["ents_f"])
+PY
+} > "$O/summary.txt" 2>&1
+cat "$O/summary.txt"
