@@ -104,6 +104,7 @@ class TacredCLI(LightningCLI):
     """
 
     command: ClassVar[str | None] = None  # the one sub-command this class parses; None: all of Lightning's
+    joint: ClassVar[bool] = False  # the joint entity-and-relation model (JointCLI) instead of the relation classifier
 
     def __new__(cls, args: list[str] | None = None, *rest: Any, **kwargs: Any) -> TacredCLI:
         command = args[0] if isinstance(args, list | tuple) and args else None  # a dict is parsed as a whole
@@ -122,9 +123,18 @@ class TacredCLI(LightningCLI):
         # a bad value raises (one line through tacred.cli.main) instead of printing the whole usage text
         exit_on_error = {"exit_on_error": False}
         parser_kwargs = {**{name: exit_on_error for name in self.subcommands()}, **exit_on_error}
+        if self.joint:  # the classes named by class_path in the configuration, as LightningCLI's subclass mode reads them
+            from tacred.training.joint_datamodule import JointDataModule
+            from tacred.training.joint_module import JointExtractor
+
+            classes: tuple[Any, ...] = (JointExtractor, JointDataModule)
+            kwargs.setdefault("subclass_mode_model", True)
+            kwargs.setdefault("subclass_mode_data", True)
+        else:
+            classes = (RelationExtractor, TacredDataModule)
         with quiet_libraries():  # the whole command: parsing, and the Trainer's run
             super().__init__(
-                RelationExtractor, TacredDataModule, args=args,
+                *classes, args=args,
                 save_config_callback=ConfigInCheckpoint, save_config_kwargs={"overwrite": True},
                 load_from_checkpoint_support=False, auto_configure_optimizers=False,
                 parser_kwargs=kwargs.pop("parser_kwargs", parser_kwargs), **kwargs,
@@ -163,6 +173,13 @@ class TacredCLI(LightningCLI):
             # loader it built at start-up (the finished epoch's order), so the resumed run would drift
             "trainer.reload_dataloaders_every_n_epochs": 1,
         })
+        if self.joint:
+            for name in ("types", "pieces", "max_width"):
+                parser.link_arguments("data", f"model.init_args.{name}", compute_fn=_read_when_needed(name),
+                                      apply_on="instantiate")
+            parser.link_arguments("seed_everything", "data.init_args.seed")
+            parser.link_arguments("model.init_args.pretrained", "data.init_args.tokenizer")
+            return
         parser.link_arguments("data", "model.vocab", compute_fn=_read_when_needed("vocab"), apply_on="instantiate")
         parser.link_arguments("data", "model.word_vectors", compute_fn=_read_when_needed("word_vectors"),
                               apply_on="instantiate")
@@ -202,12 +219,13 @@ class TacredCLI(LightningCLI):
         else:
             fill_logger_defaults(cfg.trainer.logger, run_dir, self.subcommand)
         if self.subcommand in ("validate", "test", "predict"):
+            data, model = _own_options(cfg.data), _own_options(cfg.model)
             if cfg.ckpt_path:
                 checkpoint = self._checkpoint(cfg.ckpt_path)
-                if not cfg.data.vocab_path:
-                    cfg.data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
-            if cfg.model.output_dir is None:
-                cfg.model.output_dir = str(run_dir)
+                if not data.vocab_path:
+                    data.vocab_path = cfg.ckpt_path  # the checkpoint's own vocabularies, never rebuilt ones
+            if model.output_dir is None:
+                model.output_dir = str(run_dir)
         if self.subcommand == "fit" and cfg.ckpt_path is None:
             checkpoint = resume_checkpoint(Path(cfg.checkpoint.dirpath), cfg.resume)
             if checkpoint is not None:
@@ -241,6 +259,9 @@ class TacredCLI(LightningCLI):
             return
         hparams = dict(self._checkpoint(ckpt_path).get("hyper_parameters") or {})
         hparams.pop("_instantiator", None)
+        if hparams and self.joint:
+            model = self.config[command].model
+            hparams = {"class_path": model.class_path, "init_args": hparams}
         if hparams:
             self.config = parser.parse_object({command: {"model": hparams}}, self.config)
         self._held_ckpt_path = ckpt_path
@@ -298,6 +319,19 @@ class TacredCLI(LightningCLI):
             has_lr_monitor = any(isinstance(c, LearningRateMonitor) for c in self.trainer.callbacks)
             if not has_lr_monitor:
                 self.trainer.callbacks.append(LearningRateMonitor(logging_interval="epoch"))
+
+
+def _own_options(section: Any) -> Any:
+    """A class's options in the configuration: its ``init_args`` where the class is named by ``class_path``."""
+    return section.init_args if isinstance(section, Namespace) and section.get("init_args") is not None else section
+
+
+class JointCLI(TacredCLI):
+    """:class:`TacredCLI` for the joint entity-and-relation model: the configuration names
+    ``tacred.training.joint_module.JointExtractor`` and ``tacred.training.joint_datamodule.JointDataModule`` by
+    ``class_path`` (configs/conll04/joint_*.yaml); run folders, resuming, checkpoints and loggers are the same."""
+
+    joint: ClassVar[bool] = True
 
 
 @cache

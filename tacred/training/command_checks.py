@@ -50,11 +50,81 @@ def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"--checkpoint_minutes {minutes!r}: {problem} (or null: at epoch ends only)")
 
 
+# the joint model's and its data module's options (tacred.training.joint_module / joint_datamodule) and their rules
+JOINT_OPTIONS: dict[str, dict[str, Rule]] = {
+    "model": {"pretrained": lambda v, o: None if isinstance(v, str) and v else "must name an encoder",
+              "lr": above(0), "head_lr": lambda v, o: None if v is None else above(0)(v, o), "weight_decay": at_least(0),
+              "warmup_ratio": lambda v, o: None if isinstance(v, int | float) and 0 <= v <= 1 else "must lie in [0, 1]",
+              "width_dim": at_least(1), "type_dim": at_least(1), "hidden": at_least(1),
+              "dropout": lambda v, o: None if isinstance(v, int | float) and 0 <= v < 1 else "must lie in [0, 1)",
+              "shapes": lambda v, o: None if isinstance(v, bool) else "must be true or false",
+              "relation_weight": above(0),
+              "relation_threshold": lambda v, o: None if v is None or (isinstance(v, int | float) and 0 < v < 1)
+              else "must lie in (0, 1)",
+              "min_precision": lambda v, o: None if v is None or (isinstance(v, int | float) and 0 < v < 1)
+              else "must lie in (0, 1)",
+              "output_dir": lambda v, o: None, "transformer_config": lambda v, o: None},
+    "data": {"data_dir": lambda v, o: None, "train_file": lambda v, o: None, "dev_file": lambda v, o: None,
+             "test_file": lambda v, o: None, "types_file": lambda v, o: None, "max_width": at_least(1, none_ok=True),
+             "batch_size": at_least(1), "eval_batch_size": at_least(1, none_ok=True), "num_workers": at_least(0),
+             "seed": lambda v, o: None, "vocab_path": lambda v, o: None, "tokenizer": lambda v, o: None},
+}
+
+
+def is_joint(config: Mapping[str, Any]) -> bool:
+    """Whether a configuration trains or evaluates the joint entity-and-relation model (its ``model.class_path``)."""
+    model = config.get("model")
+    return isinstance(model, Mapping) and str(model.get("class_path") or "").rsplit(".", 1)[-1] == "JointExtractor"
+
+
+def check_joint_options(config: Mapping[str, Any]) -> None:
+    """The joint model's and its data module's options against :data:`JOINT_OPTIONS` (unknown names too)."""
+    for group, rules in JOINT_OPTIONS.items():
+        for name, value in _init_args(config.get(group)).items():
+            if name not in rules:
+                raise ConfigError(f"--{group}.{name}: not an option of the joint model's {group} (its options: "
+                                  f"{', '.join(rules)})")
+            problem = rules[name](value, config)
+            if problem:
+                raise ConfigError(f"--{group}.{name} {value!r}: {problem}")
+
+
+def check_joint_files(command: str, config: Mapping[str, Any]) -> None:
+    """Every sentence of the files a joint model's command reads, in SpERT's layout, checked with the json module
+    alone; dev and test against the training data's types (or the types file)."""
+    from tacred.data.spert_layout import check_known, read_sentences, read_types, types_of
+
+    data = _init_args(config.get("data"))
+    base = data.get("data_dir")
+
+    def path(name: Any) -> Path:
+        p = Path(str(name))
+        return p if p.is_absolute() or not base else Path(str(base)) / p
+
+    trains = data.get("train_file", "train.json")
+    trains = [trains] if isinstance(trains, str) else list(trains or [])
+    given = read_types(str(data["types_file"])) if data.get("types_file") else None
+    types = given
+    if command == "fit":
+        train = [s for name in trains for s in read_sentences(path(name), given)]
+        types = given or types_of(train)
+    for split in STAGE_SPLITS.get(command, ()):
+        if split in ("train", "predict"):
+            continue
+        name = path(data.get(f"{split}_file") or f"{split}.json")
+        sentences = read_sentences(name, given)
+        if types is not None:
+            check_known(sentences, types, str(name))
+
+
 def check_model_and_data(config: Mapping[str, Any], texts: Mapping[str, str] | None = None) -> None:
     """The model's, the network's and the data module's options that ``config`` gives, against their rules
     (:mod:`tacred.training.option_specs`, :mod:`tacred.models.network_options`); the attention variants' own
     options are checked when the network's configuration is built. ``texts``: the options typed on the command line
     (:func:`command_line_texts`), whose values of the wrong type are named here as the parser would name them."""
+    if is_joint(config):
+        check_joint_options(config)
+        return
     texts = texts or {}
     from tacred.models.network_options import NetworkOptions
     from tacred.option_rules import OptionError, shown
@@ -179,6 +249,9 @@ def check_command(argv: Sequence[str]) -> None:
         return
     config = given_config(argv)
     check_trainer_and_threads(config)
+    if is_joint(config) and argv[0] == "predict":
+        raise ConfigError("tacred predict classifies TACRED examples; a joint model reads raw text: tacred extract "
+                          "DOCS --ckpt_path RUN (or test it: tacred test --ckpt_path RUN)")
     check_model_and_data(config, command_line_texts(argv))
 
 
@@ -194,6 +267,9 @@ def check_data_files(argv: Sequence[str], given_only: bool = False) -> None:
         return
     if not given_only:
         config = given_config(argv)
+        if is_joint(config):
+            check_joint_files(argv[0], config)
+            return
         strict = _init_args(config.get("data")).get("strict", True)
         for path in data_files(argv[0], config):
             _check_examples(path, strict)

@@ -70,10 +70,12 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
             warn_replaced_options(argv, checkpoint)
             argv = with_checkpoint_config(argv, checkpoint)
         check_data_files(argv)  # of the checkpoint's configuration with the command line's (each file read once)
-        from tacred.training.cli import TacredCLI
+        from tacred.training.cli import JointCLI, TacredCLI
+        from tacred.training.command_checks import given_config, is_joint
 
+        cli = JointCLI if is_joint(given_config(argv)) else TacredCLI
         extra: dict[str, Any] = {"trainer_defaults": {"callbacks": list(callbacks)}} if callbacks else {}
-        return TacredCLI(args=argv, guard=guard, checkpoint=None if checkpoint is None else (ckpt_path, checkpoint),
+        return cli(args=argv, guard=guard, checkpoint=None if checkpoint is None else (ckpt_path, checkpoint),
                          **extra)
     except BaseException:
         if not keep_failed:

@@ -1,0 +1,196 @@
+"""Entities and relations from one encoder pass a sentence, after SpERT (Eberts & Ulges, 2020, "Span-based Joint
+Entity and Relation Extraction with Transformer Pre-training"): every span up to ``max_width`` words is classified
+as an entity type or none from [max-pool of its pieces; its first and last word; a width embedding; the sentence's
+first token], and every ordered pair of entities as a relation (one sigmoid per type) from [both spans' max-pools;
+the max-pool of the words between them; both widths; both entity types]. Start and end words come from PURE (Zhong &
+Chen, 2021), the argument types from PL-Marker's typed objects (Ye et al., 2022). A word-shape embedding, zero at the
+start, is added to the input embeddings: the uncased encoders (MiniLM, MPNet) cannot see case otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from tacred.data.joint_batching import SHAPES, JointBatch
+
+
+@dataclass
+class JointEncoded:
+    """What one encoder pass over a batch gives: each word's vector (the max over its pieces) and each sentence's
+    first token."""
+
+    words: torch.Tensor  # (B, W, H)
+    cls: torch.Tensor  # (B, H)
+    word_counts: torch.Tensor  # (B,)
+
+
+def masked_max(words: torch.Tensor, rows: torch.Tensor, start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """The max over words ``[start, end)`` of sentence ``rows`` for each of P spans, zeros for an empty range:
+    words (B, W, H), rows/start/end (P,) → (P, H)."""
+    positions = torch.arange(words.shape[1], device=words.device)  # (W,)
+    inside = (positions[None, :] >= start[:, None]) & (positions[None, :] < end[:, None])  # (P, W)
+    chosen = words[rows].masked_fill(~inside[:, :, None], float("-inf"))  # (P, W, H)
+    pooled = chosen.max(dim=1).values  # (P, H)
+    return torch.where(inside.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
+
+
+class JointNetwork(nn.Module):
+    """A Hugging Face encoder with the span and pair classifiers above.
+
+    Args:
+        encoder: the pretrained encoder (``transformers`` model).
+        entity_types, relation_types: how many of each (the span classifier adds "none").
+        max_width: the widest span classified, in words.
+        width_dim, type_dim: sizes of the width and entity-type embeddings.
+        hidden: hidden units of each classifier's feed-forward layer.
+        dropout: before each classifier.
+        shapes: add the word-shape embedding to the input embeddings.
+    """
+
+    def __init__(self, encoder: nn.Module, entity_types: int, relation_types: int, max_width: int,
+                 width_dim: int = 25, type_dim: int = 25, hidden: int = 512, dropout: float = 0.1,
+                 shapes: bool = True) -> None:
+        super().__init__()
+        self.encoder = encoder
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None  # unused here (and, unused, it would stall DDP)
+        h = self.encoder.config.hidden_size
+        self.max_width = max_width
+        self.shape = nn.Embedding(len(SHAPES), h, padding_idx=0) if shapes else None
+        if self.shape is not None:
+            nn.init.zeros_(self.shape.weight)  # the pretrained encoder as it was, until case proves useful
+        self.width = nn.Embedding(max_width + 1, width_dim)
+        self.types = nn.Embedding(entity_types, type_dim)
+        self.dropout = nn.Dropout(dropout)
+        # the entity classifier's first layer over [max-pool; first word; last word; width; first token], as a sum
+        # of one projection a part: the word projections run once a word instead of once a span
+        self.span_pool = nn.Linear(h, hidden)
+        self.span_first = nn.Linear(h, hidden, bias=False)
+        self.span_last = nn.Linear(h, hidden, bias=False)
+        self.span_width = nn.Linear(width_dim, hidden, bias=False)
+        self.span_cls = nn.Linear(h, hidden, bias=False)
+        self.entity_out = nn.Linear(hidden, entity_types + 1)
+        self.relation = nn.Sequential(nn.Linear(3 * h + 2 * width_dim + 2 * type_dim, hidden), nn.GELU(),
+                                      nn.Dropout(dropout), nn.Linear(hidden, relation_types))
+        self.act = nn.GELU()
+
+    # -- the encoder pass -------------------------------------------------------------------------
+    def encode(self, batch: JointBatch) -> JointEncoded:
+        embeddings = self.encoder.get_input_embeddings()(batch.input_ids)  # (B, T, H)
+        if self.shape is not None:
+            embeddings = embeddings + self.shape(batch.shapes)
+        states = self.encoder(inputs_embeds=embeddings,
+                              attention_mask=(~batch.pad_mask).long()).last_hidden_state  # (B, T, H)
+        b, _, h = states.shape
+        w = int(batch.word_counts.max())
+        owner = batch.piece_words.clamp(min=0)  # (B, T); special pieces and padding are kept out below
+        real = (batch.piece_words >= 0)[:, :, None]
+        source = states.masked_fill(~real, float("-inf"))
+        words = torch.full((b, w, h), float("-inf"), dtype=states.dtype, device=states.device)
+        words = words.scatter_reduce(1, owner[:, :, None].expand(-1, -1, h), source, reduce="amax",
+                                     include_self=True)  # (B, W, H)
+        present = torch.arange(w, device=states.device)[None, :] < batch.word_counts[:, None]  # (B, W)
+        words = torch.where(present[:, :, None], words, torch.zeros_like(words))
+        return JointEncoded(words, states[:, 0], batch.word_counts)
+
+    # -- entities ---------------------------------------------------------------------------------
+    def span_logits(self, enc: JointEncoded) -> torch.Tensor:
+        """Logits of every span: (B, M, W, E + 1), cell [b, m, w] the span of width m + 1 starting at word w (cells
+        past a sentence's end hold values to be ignored)."""
+        words = self.dropout(enc.words)
+        b, w, _ = words.shape
+        first = self.span_first(words)  # (B, W, D)
+        last = self.span_last(words)  # (B, W, D)
+        cls = self.span_cls(self.dropout(enc.cls))[:, None, :]  # (B, 1, D)
+        rows, pooled = [], words
+        for m in range(self.max_width):
+            if m:  # the max over words w..w+m, from the one over w..w+m-1
+                pooled = torch.maximum(pooled[:, :-1], words[:, m:])  # (B, W - m, H)
+            if pooled.shape[1] == 0:
+                rows.append(torch.zeros((b, w, first.shape[-1]), dtype=first.dtype, device=first.device))
+                continue
+            width = self.span_width(self.width.weight[m + 1])  # (D,)
+            z = self.span_pool(pooled) + first[:, :w - m] + last[:, m:] + width + cls  # (B, W - m, D)
+            rows.append(nn.functional.pad(z, (0, 0, 0, m)))  # (B, W, D)
+        hidden = self.act(torch.stack(rows, dim=1))  # (B, M, W, D)
+        return self.entity_out(self.dropout(hidden))  # (B, M, W, E + 1)
+
+    # -- relations --------------------------------------------------------------------------------
+    def relation_logits(self, enc: JointEncoded, pairs: torch.Tensor, pair_types: torch.Tensor) -> torch.Tensor:
+        """Logits of ordered entity pairs: pairs (P, 5) as (sentence, head start, head end, tail start, tail end)
+        in words (ends exclusive), pair_types (P, 2) → (P, R)."""
+        if pairs.shape[0] == 0:
+            return enc.words.new_zeros((0, self.relation[-1].out_features))
+        rows, hs, he, ts, te = pairs.unbind(dim=1)
+        head = masked_max(enc.words, rows, hs, he)  # (P, H)
+        tail = masked_max(enc.words, rows, ts, te)  # (P, H)
+        between = masked_max(enc.words, rows, torch.minimum(he, te), torch.maximum(hs, ts))  # (P, H)
+        widths = self.width(torch.stack([he - hs, te - ts], dim=1).clamp(max=self.max_width))  # (P, 2, Dw)
+        types = self.types(pair_types)  # (P, 2, Dt)
+        x = torch.cat([head, tail, between, widths.flatten(1), types.flatten(1)], dim=-1)  # (P, 3H + 2Dw + 2Dt)
+        return self.relation(self.dropout(x))  # (P, R)
+
+    def forward(self, batch: JointBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Training's pass: span logits (B, M, W, E + 1) and the relation logits of the gold pairs (P, R)."""
+        enc = self.encode(batch)
+        return self.span_logits(enc), self.relation_logits(enc, batch.pairs, batch.pair_types)
+
+
+def build_encoder(pretrained: str | None, transformer_config: dict[str, Any] | None) -> tuple[nn.Module, dict]:
+    """The encoder: built from a recorded configuration (weights then come from a checkpoint), else loaded from
+    ``pretrained``; returns it with the configuration a checkpoint records."""
+    from tacred.models.transformer import _load_pretrained, encoder_config
+
+    if transformer_config is not None:
+        from transformers import AutoConfig, AutoModel
+
+        kept = dict(transformer_config)
+        config = AutoConfig.for_model(kept.pop("model_type"), **kept)
+        config._attn_implementation = "eager"
+        return AutoModel.from_config(config), dict(transformer_config)
+    encoder = _load_pretrained(str(pretrained))
+    return encoder, encoder_config(encoder.config)
+
+
+Found = tuple[int, int, int, float]  # (start word, end word exclusive, entity type id, probability)
+
+
+def decode_entities(span_logits: torch.Tensor, word_counts: torch.Tensor) -> list[list[Found]]:
+    """Each sentence's entities: every span whose most likely label is an entity type (overlapping spans are kept,
+    as SpERT keeps them), ordered by start and end. span_logits (B, M, W, E + 1), word_counts (B,)."""
+    probs = torch.softmax(span_logits.float(), dim=-1)
+    best, label = probs.max(dim=-1)  # (B, M, W)
+    b, m, w = label.shape
+    widths = torch.arange(1, m + 1, device=label.device)[None, :, None]
+    starts = torch.arange(w, device=label.device)[None, None, :]
+    valid = starts + widths <= word_counts[:, None, None]  # (B, M, W)
+    rows, ms, ws = torch.nonzero((label > 0) & valid, as_tuple=True)
+    found: list[list[Found]] = [[] for _ in range(b)]
+    for r, mm, ww, kind, p in zip(rows.tolist(), ms.tolist(), ws.tolist(), (label[rows, ms, ws] - 1).tolist(),
+                                  best[rows, ms, ws].tolist(), strict=True):
+        found[r].append((ww, ww + mm + 1, kind, p))
+    for entities in found:
+        entities.sort()
+    return found
+
+
+def candidate_pairs(entities: list[list[Found]], device: torch.device | str = "cpu") -> tuple[torch.Tensor,
+                                                                                              torch.Tensor,
+                                                                                              list[tuple[int, int,
+                                                                                                         int]]]:
+    """Every ordered pair of each sentence's entities, as :meth:`JointNetwork.relation_logits` takes them (pairs
+    (P, 5), types (P, 2)), and each pair's (sentence, head, tail) entity indices."""
+    pairs, types, owners = [], [], []
+    for s, found in enumerate(entities):
+        for h, head in enumerate(found):
+            for t, tail in enumerate(found):
+                if h != t:
+                    pairs.append((s, head[0], head[1], tail[0], tail[1]))
+                    types.append((head[2], tail[2]))
+                    owners.append((s, h, t))
+    return (torch.tensor(pairs, dtype=torch.long, device=device).reshape(-1, 5),
+            torch.tensor(types, dtype=torch.long, device=device).reshape(-1, 2), owners)
