@@ -203,7 +203,7 @@ class ModelClock:
 def worker(task: dict[str, Any]) -> dict[str, Any]:
     """One row in this process: ``{"what": "spacy"|"spacy_tagger"|"extract", "workers", "ckpt", "data_dir",
     "documents"}``."""
-    from tacred.extraction.pipeline import keep_freed_memory
+    from tacred.devices import keep_freed_memory
 
     keep_freed_memory()  # every row's process as tacred extract's (spaCy's alone too: the rows differ in work only)
     docs = _documents(Path(task["source"]), task["documents"])

@@ -16,6 +16,7 @@ from tacred.data.spert_layout import JointSentence, JointTypes, SpertLayoutError
 SHAPES = ("pad", "lower", "title", "upper", "mixed", "digit", "other")
 NO_ENTITY = 0  # span label 0: no entity; entity type k is label k + 1
 IGNORED = -100  # a span-grid cell past the sentence's end
+JOINT_KEY = "tacred_joint"  # what a joint checkpoint keeps of its data: types, tokenizer, widest span, threshold
 
 
 def word_shape(word: str) -> int:
@@ -85,20 +86,27 @@ class WordPieces:
         return np.asarray(ids, dtype=np.int64), np.asarray(owners, dtype=np.int64)
 
 
+def encode_words(words: Sequence[str], pieces: WordPieces,
+                 entities: tuple[tuple[int, int, int], ...] = (),
+                 relations: tuple[tuple[int, int, int], ...] = ()) -> EncodedSentence:
+    """A sentence's words (and gold facts, as type ids) as the network's arrays; not checked against the limit."""
+    ids, owners = pieces.encode(words)
+    shape_of = np.array([word_shape(w) for w in words], dtype=np.int64)
+    shapes = np.where(owners >= 0, shape_of[np.maximum(owners, 0)], 0)
+    return EncodedSentence(ids, owners, shapes, len(words), entities, relations)
+
+
 def encode_sentence(sentence: JointSentence, pieces: WordPieces, types: JointTypes, where: str = "") -> EncodedSentence:
     """One sentence's arrays; a sentence longer than the encoder reads is an error naming it (never cut)."""
-    ids, owners = pieces.encode(sentence.tokens)
-    if len(ids) > pieces.max_length:
-        raise SpertLayoutError(f"{where}, sentence {sentence.index}: {len(ids)} word pieces, more than the "
-                               f"{pieces.max_length} the encoder reads ({len(sentence.tokens)} words); split it")
-    shape_of = np.array([word_shape(w) for w in sentence.tokens], dtype=np.int64)
-    shapes = np.where(owners >= 0, shape_of[np.maximum(owners, 0)], 0)
     entity_id = {t: k for k, t in enumerate(types.entities)}
     relation_id = {t: k for k, t in enumerate(types.relations)}
-    return EncodedSentence(
-        ids, owners, shapes, len(sentence.tokens),
-        tuple((e.start, e.end, entity_id[e.type]) for e in sentence.entities),
-        tuple((h, t, relation_id[kind]) for kind, h, t in sentence.relations))
+    encoded = encode_words(sentence.tokens, pieces,
+                           tuple((e.start, e.end, entity_id[e.type]) for e in sentence.entities),
+                           tuple((h, t, relation_id[kind]) for kind, h, t in sentence.relations))
+    if len(encoded.input_ids) > pieces.max_length:
+        raise SpertLayoutError(f"{where}, sentence {sentence.index}: {len(encoded.input_ids)} word pieces, more than "
+                               f"the {pieces.max_length} the encoder reads ({len(sentence.tokens)} words); split it")
+    return encoded
 
 
 @dataclass

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tacred.devices import keep_freed_memory
 from tacred.extraction.answers import DocumentResult
 from tacred.extraction.documents import Document
 from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS
@@ -37,24 +38,6 @@ class ExtractorSettings:
     max_chars: int = MAX_CHARACTERS
     ner: str | None = "auto"  # the entity source: auto (the run's trained NER, else spaCy's), stock, or a folder
     one_sentence: bool = False  # each document one sentence (text already split): no sentence splitting
-
-
-def keep_freed_memory() -> bool:
-    """Have glibc's malloc keep the memory a batch frees for the next batch (True where it is glibc's). By default
-    an allocation above 32 MiB gets fresh pages from the kernel and returns them when freed, so every batch of the
-    relation model paid the kernel to zero its largest buffers again; the process's peak memory is unchanged, but it
-    stays at its peak."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(mallopt(m_mmap_threshold, 1 << 30)) and bool(mallopt(m_trim_threshold, 1 << 31))
 
 
 class DocumentExtractor:

@@ -159,6 +159,16 @@ def build_encoder(pretrained: str | None, transformer_config: dict[str, Any] | N
 Found = tuple[int, int, int, float]  # (start word, end word exclusive, entity type id, probability)
 
 
+@dataclass
+class SentenceFound:
+    """What the model finds in one sentence: its entities, and for every ordered pair of them (head and tail
+    indices into ``entities``) the probability of each relation type (P, R), which a threshold decides."""
+
+    entities: list[Found]
+    pairs: list[tuple[int, int]]
+    probs: torch.Tensor  # (P, R), on the CPU
+
+
 def decode_entities(span_logits: torch.Tensor, word_counts: torch.Tensor) -> list[list[Found]]:
     """Each sentence's entities: every span whose most likely label is an entity type (overlapping spans are kept,
     as SpERT keeps them), ordered by start and end. span_logits (B, M, W, E + 1), word_counts (B,)."""
@@ -194,3 +204,21 @@ def candidate_pairs(entities: list[list[Found]], device: torch.device | str = "c
                     owners.append((s, h, t))
     return (torch.tensor(pairs, dtype=torch.long, device=device).reshape(-1, 5),
             torch.tensor(types, dtype=torch.long, device=device).reshape(-1, 2), owners)
+
+
+@torch.no_grad()
+def find(net: JointNetwork, batch: JointBatch) -> list[SentenceFound]:
+    """One encoder pass over a batch of sentences: the entities of each, then every pair of them scored."""
+    enc = net.encode(batch)
+    entities = decode_entities(net.span_logits(enc), batch.word_counts)
+    pairs, pair_types, owners = candidate_pairs(entities, enc.words.device)
+    probs = torch.sigmoid(net.relation_logits(enc, pairs, pair_types).float()).cpu()  # (P, R)
+    found = [SentenceFound(ents, [], probs.new_zeros((0, probs.shape[1]))) for ents in entities]
+    rows: list[list[int]] = [[] for _ in entities]
+    for k, (row, h, t) in enumerate(owners):
+        found[row].pairs.append((h, t))
+        rows[row].append(k)
+    for f, r in zip(found, rows, strict=True):
+        if r:
+            f.probs = probs[r]
+    return found

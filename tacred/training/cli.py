@@ -199,6 +199,9 @@ class TacredCLI(LightningCLI):
             import torch
 
             torch.set_num_threads(cfg.num_threads)
+        from tacred.devices import keep_freed_memory
+
+        keep_freed_memory()  # a batch's large buffers reused by the next instead of zeroed again by the kernel
         # environment variables are expanded: a W&B sweep runs each trial in e.g. runs/sweep/$WANDB_RUN_ID
         run_dir = Path(os.path.expandvars(cfg.run_dir or cfg.trainer.default_root_dir or "runs/default"))
         check_run_dir(run_dir)

@@ -13,7 +13,7 @@ import lightning as L
 from torch.utils.data import DataLoader
 
 from tacred.data.batching import BucketBatchSampler
-from tacred.data.joint_batching import JointSplit, WordPieces, encode_sentence
+from tacred.data.joint_batching import JOINT_KEY, JointSplit, WordPieces, encode_sentence
 from tacred.data.spert_layout import (
     JointSentence,
     JointTypes,
@@ -25,8 +25,6 @@ from tacred.data.spert_layout import (
 from tacred.errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-JOINT_KEY = "tacred_joint"  # what a joint checkpoint keeps of its data: types, tokenizer, widest span, threshold
 
 
 def checkpoint_data(path: str | Path) -> dict[str, Any]:

@@ -16,12 +16,11 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import Callback
 
-from tacred.data.joint_batching import IGNORED, EncodedSentence, JointBatch
+from tacred.data.joint_batching import IGNORED, JOINT_KEY, EncodedSentence, JointBatch
 from tacred.data.spert_layout import JointTypes
 from tacred.errors import ConfigError
 from tacred.evaluation.joint_scores import SentenceFacts, choose_threshold, joint_scores, relations_at
-from tacred.models.joint import JointNetwork, build_encoder, candidate_pairs, decode_entities
-from tacred.training.joint_datamodule import JOINT_KEY
+from tacred.models.joint import JointNetwork, SentenceFound, build_encoder, find
 from tacred.training.reproducibility import ReproducibleSteps
 from tacred.training.schedule import LinearWarmup
 
@@ -115,16 +114,7 @@ class JointExtractor(L.LightningModule):
     def facts(self, batch: JointBatch) -> list[tuple[SentenceFacts, SentenceFacts]]:
         """(gold, found) of each sentence of an evaluation batch; found relations keep every candidate's
         probability, which the threshold decides."""
-        enc = self.net.encode(batch)
-        entities = decode_entities(self.net.span_logits(enc), batch.word_counts)
-        pairs, pair_types, owners = candidate_pairs(entities, enc.words.device)
-        probs = torch.sigmoid(self.net.relation_logits(enc, pairs, pair_types).float()).cpu()
-        ent, rel = self.types.entities, self.types.relations
-        found = [SentenceFacts({(s, e, ent[k]) for s, e, k, _ in sent}) for sent in entities]
-        for (row, h, t), p in zip(owners, probs, strict=True):
-            head, tail = entities[row][h], entities[row][t]
-            hk, tk = (head[0], head[1], ent[head[2]]), (tail[0], tail[1], ent[tail[2]])
-            found[row].candidates.extend(((hk, tk, rel[r]), float(p[r])) for r in range(len(rel)))
+        found = [found_facts(f, self.types) for f in find(self.net, batch)]
         return [(gold_facts(g, self.types), f) for g, f in zip(batch.gold, found, strict=True)]
 
     def validation_step(self, batch: JointBatch, batch_idx: int) -> None:
@@ -148,10 +138,11 @@ class JointExtractor(L.LightningModule):
             f.relations = relations_at(f, self.threshold)
         scores = joint_scores(gold, found, self.types.entities, self.types.relations)
         strict, ner = scores["strict"], scores["entities"]
-        self.log_dict({f"{stage}/f1": strict["micro"]["f1"], f"{stage}/precision": strict["micro"]["precision"],
-                       f"{stage}/recall": strict["micro"]["recall"], f"{stage}/macro_f1": strict["macro"]["f1"],
-                       f"{stage}/boundaries_f1": scores["boundaries"]["micro"]["f1"],
-                       f"{stage}/ner_f1": ner["micro"]["f1"], f"{stage}/threshold": self.threshold},
+        # fractions, as every tacred model logs them (the score files hold percentages, as the field reports them)
+        self.log_dict({f"{stage}/f1": strict["micro"]["f1"] / 100, f"{stage}/precision": strict["micro"]["precision"] / 100,
+                       f"{stage}/recall": strict["micro"]["recall"] / 100, f"{stage}/macro_f1": strict["macro"]["f1"] / 100,
+                       f"{stage}/boundaries_f1": scores["boundaries"]["micro"]["f1"] / 100,
+                       f"{stage}/ner_f1": ner["micro"]["f1"] / 100, f"{stage}/threshold": self.threshold},
                       prog_bar=False)
         return {"threshold": self.threshold, **scores, "found": found}
 
@@ -211,3 +202,12 @@ def gold_facts(sentence: EncodedSentence, types: JointTypes) -> SentenceFacts:
     """A sentence's gold entities and relations with their type names."""
     ents = [(s, e, types.entities[k]) for s, e, k in sentence.entities]
     return SentenceFacts(set(ents), {(ents[h], ents[t], types.relations[r]) for h, t, r in sentence.relations})
+
+
+def found_facts(found: SentenceFound, types: JointTypes) -> SentenceFacts:
+    """What the model found in a sentence, with type names; every pair's relations as candidates."""
+    ents = [(s, e, types.entities[k]) for s, e, k, _ in found.entities]
+    facts = SentenceFacts(set(ents))
+    for (h, t), row in zip(found.pairs, found.probs.tolist(), strict=True):
+        facts.candidates.extend(((ents[h], ents[t], rel), p) for rel, p in zip(types.relations, row, strict=True))
+    return facts

@@ -184,7 +184,7 @@ def test_extraction_keeps_freed_memory_for_the_next_batch_where_malloc_is_glibc(
     the call says it did nothing."""
     import platform
 
-    from tacred.extraction.pipeline import keep_freed_memory
+    from tacred.devices import keep_freed_memory
 
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert keep_freed_memory() is expected

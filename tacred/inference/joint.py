@@ -1,0 +1,160 @@
+"""A trained joint entity-and-relation model for prediction, without Lightning: sentences as words in, each
+sentence's entities and relations out, from one encoder pass a sentence (:func:`tacred.models.joint.find`). The
+checkpoint holds everything it needs: the encoder's configuration and weights, the types, the tokenizer, the widest
+span and the relation threshold chosen on dev."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tacred.data.joint_batching import JOINT_KEY, WordPieces, collate, encode_words
+from tacred.data.spert_layout import JointTypes
+from tacred.inference.input_rules import MAX_PAIRS, MAX_TOKENS, InputError, check_max_tokens
+from tacred.models.joint import JointNetwork, build_encoder, find
+
+
+def is_joint_checkpoint(checkpoint: dict[str, Any]) -> bool:
+    return isinstance(checkpoint.get(JOINT_KEY), dict)
+
+
+@dataclass(frozen=True)
+class FoundEntity:
+    start: int  # word index, inclusive
+    end: int  # word index, exclusive
+    type: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class FoundRelation:
+    head: int  # index into the sentence's entities
+    tail: int
+    relation: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class SentenceResult:
+    entities: list[FoundEntity]
+    relations: list[FoundRelation]
+
+
+class JointPredictor:
+    """A joint checkpoint loaded for prediction (:func:`tacred.load_model` returns one for such a checkpoint).
+
+    ``threshold``: the relation threshold (a probability); None: the one chosen on dev, kept in the checkpoint.
+    ``batch_size``: sentences a forward pass. ``max_tokens``: the most words a sentence may have (longer ones are
+    left out of extraction with a warning; None: no limit beyond the encoder's own)."""
+
+    kind = "joint"
+    ner: str | None = None  # entities come from the model itself
+
+    def __init__(self, checkpoint: dict[str, Any], path: str | Path, device: str = "auto",
+                 threshold: float | str | None = None, spacy_model: str | None = None, batch_size: int = 32,
+                 max_tokens: int | None = MAX_TOKENS) -> None:
+        from tacred.devices import torch_device
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.path = str(path)
+        self.device = str(torch_device(device))
+        saved = checkpoint[JOINT_KEY]
+        self.types = JointTypes.from_dict(saved["types"])
+        self.pieces = WordPieces(saved["tokenizer"])
+        self.max_width = int(saved["max_width"])
+        if threshold is None:
+            self.threshold, self.threshold_source = float(saved.get("threshold", 0.5)), "checkpoint"
+        else:
+            try:
+                self.threshold = float(threshold)
+            except ValueError:
+                raise InputError(f"threshold {threshold!r}: a joint model's relation threshold is a probability "
+                                 "in (0, 1)") from None
+            if not 0 < self.threshold < 1:
+                raise InputError(f"threshold {threshold!r}: a joint model's relation threshold is a probability "
+                                 "in (0, 1)")
+            self.threshold_source = "given"
+        hp = checkpoint.get("hyper_parameters") or {}
+        encoder, _ = build_encoder(None, hp["transformer_config"])
+        self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,
+                                hp.get("width_dim", 25), hp.get("type_dim", 25), hp.get("hidden", 512),
+                                hp.get("dropout", 0.1), hp.get("shapes", True))
+        state = {k[len("net."):]: v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
+        self.net.load_state_dict(state)
+        self.net.eval().to(self.device)
+        self.spacy_model = spacy_model
+        self.batch_size = batch_size
+        self.max_tokens = check_max_tokens(max_tokens)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.types.relations)
+
+    def fits(self, words: Sequence[str]) -> bool:
+        """Whether a sentence of these words can be read whole (the word and word-piece limits)."""
+        if self.max_tokens is not None and len(words) > self.max_tokens:
+            return False
+        return len(self.pieces.encode(words)[0]) <= self.pieces.max_length
+
+    def read(self, sentences: Sequence[Sequence[str]]) -> list[SentenceResult]:
+        """Each sentence's entities (word spans) and relations, in order; sentences go through the encoder in
+        batches of similar length. A sentence over the encoder's length is an :class:`InputError`."""
+        encoded = []
+        for k, words in enumerate(sentences):
+            if not words:
+                raise InputError(f"sentence {k} has no words")
+            encoded.append(encode_words(words, self.pieces))
+            if len(encoded[-1].input_ids) > self.pieces.max_length:
+                raise InputError(f"sentence {k}: {len(encoded[-1].input_ids)} word pieces, more than the "
+                                 f"{self.pieces.max_length} the encoder reads")
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+        results: list[SentenceResult | None] = [None] * len(encoded)
+        for at in range(0, len(order), self.batch_size):
+            chunk = order[at:at + self.batch_size]
+            batch = collate([encoded[i] for i in chunk], chunk, self.max_width, len(self.types.relations),
+                            int(self.pieces.spec["pad_id"])).to(self.device)
+            for i, found in zip(chunk, find(self.net, batch), strict=True):
+                results[i] = self._decided(found)
+        return [r for r in results if r is not None]
+
+    def _decided(self, found: Any) -> SentenceResult:
+        entities = [FoundEntity(s, e, self.types.entities[k], float(p)) for s, e, k, p in found.entities]
+        relations = []
+        for (h, t), row in zip(found.pairs, found.probs, strict=True):
+            best = int(torch.argmax(row))
+            if float(row[best]) >= self.threshold:
+                relations.append(FoundRelation(h, t, self.types.relations[best], float(row[best])))
+        return SentenceResult(entities, relations)
+
+    def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS, signatures: bool = True,
+                one_sentence: bool = False) -> Any:
+        """Relations in plain text, as :meth:`tacred.inference.predictor.Predictor.extract` returns them: spaCy
+        cuts sentences and words, the model finds entities and relations in one pass a sentence. One text gives a
+        list; a list of texts a list per text; another iterable a generator. (``max_pairs`` and ``signatures``
+        are the pipeline's: a joint model pairs only the entities it found and learned its types' signatures.)"""
+        from tacred.extraction.joint_text import extract_texts
+
+        if isinstance(text, str):
+            return extract_texts(self, [text], one_sentence)[0]
+        if isinstance(text, list | tuple):
+            return extract_texts(self, list(text), one_sentence)
+        return self._lazily(text, one_sentence)
+
+    def _lazily(self, texts: Iterable[str], one_sentence: bool) -> Iterator[Any]:
+        from tacred.extraction.joint_text import extract_texts
+
+        for text in texts:
+            yield extract_texts(self, [text], one_sentence)[0]
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        raise InputError(f"{self.path} is a joint entity-and-relation model: it reads raw text (.extract(text), "
+                         "tacred extract), not marked pairs")
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "joint", "entity_types": list(self.types.entities), "relations": list(self.types.relations),
+                "max_width": self.max_width, "threshold": self.threshold}
