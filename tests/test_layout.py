@@ -31,6 +31,9 @@ UPWARD = {
     # search (imported in the methods), and name its Relation answers in their type hints
     ("tacred.inference.predictor", "tacred.extraction.relations"),
     ("tacred.inference.predictor", "tacred.extraction.answers"),
+    # the joint model's .extract, the same Python face for a joint checkpoint: its texts go through extraction's
+    # word pipeline and come back as extraction's Relation answers (imported in the methods)
+    ("tacred.inference.joint", "tacred.extraction.joint_text"),
 }
 
 

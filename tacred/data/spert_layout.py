@@ -222,3 +222,16 @@ def check_known(sentences: Sequence[JointSentence], types: JointTypes, where: st
                 raise SpertLayoutError(f"{where}, sentence {s.index}: relation {k} has the type {kind!r}, which the "
                                        f"training data never uses (known: {', '.join(types.relations)}); pass a "
                                        "types file (--data.types_file) to declare it")
+
+
+def signatures(sentences: Iterable[JointSentence], types: JointTypes) -> list[list[list[bool]]]:
+    """allowed[h][t][r]: whether relation ``r`` holds somewhere in ``sentences`` from an entity of type ``h`` to one
+    of type ``t`` (each CoNLL04 relation has one such pair of types)."""
+    e, r = len(types.entities), len(types.relations)
+    allowed = [[[False] * r for _ in range(e)] for _ in range(e)]
+    index = {t: k for k, t in enumerate(types.entities)}
+    for s in sentences:
+        for kind, head, tail in s.relations:
+            if kind in types.relations:
+                allowed[index[s.entities[head].type]][index[s.entities[tail].type]][types.relations.index(kind)] = True
+    return allowed

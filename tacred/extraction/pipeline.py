@@ -57,7 +57,13 @@ class DocumentExtractor:
         self.predictor = load_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
                                     spacy_model=settings.spacy_model, batch_size=settings.batch_size,
                                     max_tokens=settings.max_tokens, ner=settings.ner)
-        self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars, settings.one_sentence)
+        self.joint = getattr(self.predictor, "kind", None) == "joint"  # entities and relations from one model
+        if self.joint:
+            from tacred.extraction.joint_text import word_pipeline
+
+            self.nlp = word_pipeline(settings.spacy_model, settings.max_chars, settings.one_sentence)
+        else:
+            self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars, settings.one_sentence)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings}
@@ -83,6 +89,11 @@ class DocumentExtractor:
         from tacred.extraction.relations import relations_in_docs
 
         parsed: list[Doc] = list(self.nlp.pipe([d.text for d in docs], batch_size=SPACY_BATCH))
+        if self.joint:
+            from tacred.extraction.joint_text import joint_relations_in_docs
+
+            texts = joint_relations_in_docs(self.predictor, parsed, [d.id for d in docs])
+            return [DocumentResult.of_text(doc.id, doc.text, t.found) for doc, t in zip(docs, texts, strict=True)]
         found = relations_in_docs(self.predictor, parsed, [d.id for d in docs], self.settings.max_pairs,
                                   self.settings.signatures)
         return [DocumentResult.of_text(doc.id, doc.text, text) for doc, text in zip(docs, found, strict=True)]

@@ -57,9 +57,19 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
 
         return with_ner(reported(load_shipped_predictor(str(source), device=device, threshold=threshold, **options)),
                         ner, [source.path])
+    from tacred.checkpoints import read_checkpoint
+    from tacred.inference.joint import JointPredictor, is_joint_checkpoint
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
-    predictor = reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold, **options))
+    checkpoint = read_checkpoint(source.path)  # read once, whichever model it holds
+    if is_joint_checkpoint(checkpoint):  # entities come from the model itself: no NER to attach
+        if ner not in (None, "auto", "stock"):
+            raise InputError(f"--ner {ner}: {source.path} is a joint model, which finds its own entities")
+        return JointPredictor(checkpoint, source.path, device=device,
+                              threshold=None if threshold is None or str(threshold).endswith(".json") else threshold,
+                              **options)
+    predictor = reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold,
+                                                   checkpoint=checkpoint, **options))
     return with_ner(predictor, ner, [source.path.parent, source.path.parent.parent])
 
 

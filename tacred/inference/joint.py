@@ -83,7 +83,8 @@ class JointPredictor:
         encoder, _ = build_encoder(None, hp["transformer_config"])
         self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,
                                 hp.get("width_dim", 25), hp.get("type_dim", 25), hp.get("hidden", 512),
-                                hp.get("dropout", 0.1), hp.get("shapes", True))
+                                hp.get("dropout", 0.1), hp.get("shapes", True),
+                                torch.as_tensor(checkpoint["state_dict"]["net.allowed"]))
         state = {k[len("net."):]: v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
         self.net.load_state_dict(state)
         self.net.eval().to(self.device)

@@ -2,7 +2,8 @@
 Entity and Relation Extraction with Transformer Pre-training"): every span up to ``max_width`` words is classified
 as an entity type or none from [max-pool of its pieces; its first and last word; a width embedding; the sentence's
 first token], and every ordered pair of entities as a relation (one sigmoid per type) from [both spans' max-pools;
-the max-pool of the words between them; both widths; both entity types]. Start and end words come from PURE (Zhong &
+the max-pool of the words between them; both widths; both entity types; which comes first], relations the types
+rule out set to 0 (each CoNLL04 relation holds between one pair of types). Start and end words come from PURE (Zhong &
 Chen, 2021), the argument types from PL-Marker's typed objects (Ye et al., 2022). A word-shape embedding, zero at the
 start, is added to the input embeddings: the uncased encoders (MiniLM, MPNet) cannot see case otherwise.
 """
@@ -53,8 +54,14 @@ class JointNetwork(nn.Module):
 
     def __init__(self, encoder: nn.Module, entity_types: int, relation_types: int, max_width: int,
                  width_dim: int = 25, type_dim: int = 25, hidden: int = 512, dropout: float = 0.1,
-                 shapes: bool = True) -> None:
+                 shapes: bool = True, allowed: torch.Tensor | None = None) -> None:
         super().__init__()
+        # allowed[h, t, r]: relation r may hold from an entity of type h to one of type t (the signatures the
+        # training data shows); under strict scoring any other is wrong whatever the model says, so found pairs
+        # of other types get probability 0 for it
+        if allowed is None:
+            allowed = torch.ones(entity_types, entity_types, relation_types, dtype=torch.bool)
+        self.register_buffer("allowed", allowed.bool())
         self.encoder = encoder
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None  # unused here (and, unused, it would stall DDP)
@@ -65,6 +72,7 @@ class JointNetwork(nn.Module):
             nn.init.zeros_(self.shape.weight)  # the pretrained encoder as it was, until case proves useful
         self.width = nn.Embedding(max_width + 1, width_dim)
         self.types = nn.Embedding(entity_types, type_dim)
+        self.order = nn.Embedding(3, type_dim)  # the head before the tail, after it, or the two overlapping
         self.dropout = nn.Dropout(dropout)
         # the entity classifier's first layer over [max-pool; first word; last word; width; first token], as a sum
         # of one projection a part: the word projections run once a word instead of once a span
@@ -74,7 +82,7 @@ class JointNetwork(nn.Module):
         self.span_width = nn.Linear(width_dim, hidden, bias=False)
         self.span_cls = nn.Linear(h, hidden, bias=False)
         self.entity_out = nn.Linear(hidden, entity_types + 1)
-        self.relation = nn.Sequential(nn.Linear(3 * h + 2 * width_dim + 2 * type_dim, hidden), nn.GELU(),
+        self.relation = nn.Sequential(nn.Linear(3 * h + 2 * width_dim + 3 * type_dim, hidden), nn.GELU(),
                                       nn.Dropout(dropout), nn.Linear(hidden, relation_types))
         self.act = nn.GELU()
 
@@ -131,7 +139,9 @@ class JointNetwork(nn.Module):
         between = masked_max(enc.words, rows, torch.minimum(he, te), torch.maximum(hs, ts))  # (P, H)
         widths = self.width(torch.stack([he - hs, te - ts], dim=1).clamp(max=self.max_width))  # (P, 2, Dw)
         types = self.types(pair_types)  # (P, 2, Dt)
-        x = torch.cat([head, tail, between, widths.flatten(1), types.flatten(1)], dim=-1)  # (P, 3H + 2Dw + 2Dt)
+        # which comes first tells the direction of a relation between two entities of one type (Kill, Located_In)
+        order = self.order(torch.where(he <= ts, 0, torch.where(te <= hs, 1, 2)))  # (P, Dt)
+        x = torch.cat([head, tail, between, widths.flatten(1), types.flatten(1), order], dim=-1)  # (P, 3H+2Dw+3Dt)
         return self.relation(self.dropout(x))  # (P, R)
 
     def forward(self, batch: JointBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -212,7 +222,8 @@ def find(net: JointNetwork, batch: JointBatch) -> list[SentenceFound]:
     enc = net.encode(batch)
     entities = decode_entities(net.span_logits(enc), batch.word_counts)
     pairs, pair_types, owners = candidate_pairs(entities, enc.words.device)
-    probs = torch.sigmoid(net.relation_logits(enc, pairs, pair_types).float()).cpu()  # (P, R)
+    probs = torch.sigmoid(net.relation_logits(enc, pairs, pair_types).float())  # (P, R)
+    probs = (probs * net.allowed[pair_types[:, 0], pair_types[:, 1]]).cpu()  # signatures the types rule out: 0
     found = [SentenceFound(ents, [], probs.new_zeros((0, probs.shape[1]))) for ents in entities]
     rows: list[list[int]] = [[] for _ in entities]
     for k, (row, h, t) in enumerate(owners):

@@ -59,6 +59,8 @@ class ModelAPI(ls.LitAPI):
             torch.set_num_threads(self.num_threads)
         self.predictor = load_model(self.ckpt_path, device=device, threshold=self.threshold,
                                     spacy_model=self.spacy_model, max_tokens=self.max_tokens)
+        if getattr(self.predictor, "kind", None) == "joint":
+            return  # a joint model answers /extract only (RelationAPI.decode_request says so)
         try:
             self.predictor.nlp  # noqa: B018 - load spaCy now, not on the first request with raw text
         except SpacyModelError as err:
@@ -82,6 +84,9 @@ class RelationAPI(ModelAPI):
         from tacred.data.spacy_pipeline import SpacyModelError
         from tacred.inference.api import InputError
 
+        if getattr(self.predictor, "kind", None) == "joint":
+            return Rejected(422, f"{self.ckpt_path} is a joint entity-and-relation model: it reads raw text, "
+                                 "POST /extract")
         found = request_items(request, self.max_batch_inputs)
         if isinstance(found, Rejected):
             return found
@@ -95,7 +100,7 @@ class RelationAPI(ModelAPI):
     def predict(self, x: "list[Decoded | Rejected]") -> "list[Decoded | Rejected]":
         """One forward pass over every example of every valid request in the batch."""
         examples = [ex for request in x if isinstance(request, Decoded) for ex in request.work()]
-        predictions = iter(p.to_dict() for p in self.predictor.predict_examples(examples))
+        predictions = iter(p.to_dict() for p in self.predictor.predict_examples(examples)) if examples else iter(())
         for request in x:
             if isinstance(request, Decoded):
                 request.answer(predictions)

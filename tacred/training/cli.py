@@ -174,7 +174,7 @@ class TacredCLI(LightningCLI):
             "trainer.reload_dataloaders_every_n_epochs": 1,
         })
         if self.joint:
-            for name in ("types", "pieces", "max_width"):
+            for name in ("types", "pieces", "max_width", "signatures"):
                 parser.link_arguments("data", f"model.init_args.{name}", compute_fn=_read_when_needed(name),
                                       apply_on="instantiate")
             parser.link_arguments("seed_everything", "data.init_args.seed")

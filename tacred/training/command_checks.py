@@ -59,6 +59,7 @@ JOINT_OPTIONS: dict[str, dict[str, Rule]] = {
               "dropout": lambda v, o: None if isinstance(v, int | float) and 0 <= v < 1 else "must lie in [0, 1)",
               "shapes": lambda v, o: None if isinstance(v, bool) else "must be true or false",
               "relation_weight": above(0),
+              "use_signatures": lambda v, o: None if isinstance(v, bool) else "must be true or false",
               "relation_threshold": lambda v, o: None if v is None or (isinstance(v, int | float) and 0 < v < 1)
               else "must lie in (0, 1)",
               "min_precision": lambda v, o: None if v is None or (isinstance(v, int | float) and 0 < v < 1)
@@ -249,10 +250,15 @@ def check_command(argv: Sequence[str]) -> None:
         return
     config = given_config(argv)
     check_trainer_and_threads(config)
-    if is_joint(config) and argv[0] == "predict":
-        raise ConfigError("tacred predict classifies TACRED examples; a joint model reads raw text: tacred extract "
-                          "DOCS --ckpt_path RUN (or test it: tacred test --ckpt_path RUN)")
+    refuse_joint_predict(argv, config)
     check_model_and_data(config, command_line_texts(argv))
+
+
+def refuse_joint_predict(argv: Sequence[str], config: Mapping[str, Any] | None = None) -> None:
+    """``tacred predict`` classifies TACRED examples: for a joint model it is refused with what to use instead."""
+    if argv and argv[0] == "predict" and is_joint(given_config(argv) if config is None else config):
+        raise ConfigError("tacred predict classifies TACRED examples; a joint model reads raw text: tacred extract "
+                          "DOCS --ckpt_path RUN (or score it: tacred test --ckpt_path RUN)")
 
 
 def check_data_files(argv: Sequence[str], given_only: bool = False) -> None:

@@ -20,6 +20,7 @@ from tacred.data.spert_layout import (
     check_known,
     read_sentences,
     read_types,
+    signatures,
     types_of,
 )
 from tacred.errors import ConfigError
@@ -104,6 +105,13 @@ class JointDataModule(L.LightningDataModule):
         if not types.entities:
             raise ConfigError(f"{self.paths('train')[0]}: the training data has no entities to learn from")
         return types
+
+    @cached_property
+    def signatures(self) -> list[list[list[bool]]]:
+        """Which relation may hold between which entity types: those the training data shows."""
+        if self.saved is not None:
+            return self.saved["signatures"]
+        return signatures(self.sentences("train"), self.types)
 
     @cached_property
     def max_width(self) -> int:

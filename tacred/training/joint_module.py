@@ -50,7 +50,9 @@ class JointExtractor(L.LightningModule):
             every validation (the best strict micro-F1, or ``min_precision``'s rule) and kept in the checkpoint.
         min_precision: choose the dev threshold with the best recall among those of at least this precision.
         output_dir: where ``test`` writes its scores and predictions (default: the run folder).
-        types, pieces, max_width: linked from the data module (the types, the tokenizer's record, the widest span).
+        use_signatures: a found pair's relation must have the argument types the training data shows for it.
+        types, pieces, max_width, signatures: linked from the data module (the types, the tokenizer's record, the
+            widest span, which relation the training data shows between which types).
         transformer_config: the encoder's configuration (recorded in checkpoints; None: load ``pretrained``).
     """
 
@@ -62,6 +64,7 @@ class JointExtractor(L.LightningModule):
                  types: JointTypes | dict | Callable[[], JointTypes] | None = None,
                  pieces: dict | Callable[[], dict] | None = None,
                  max_width: int | Callable[[], int] | None = None,
+                 signatures: list | Callable[[], list] | None = None, use_signatures: bool = True,
                  transformer_config: dict | None = None) -> None:
         super().__init__()
         for name, value in (("lr", lr), ("weight_decay", weight_decay + 1e-12), ("relation_weight", relation_weight)):
@@ -81,15 +84,19 @@ class JointExtractor(L.LightningModule):
         types = types() if callable(types) else types
         pieces = pieces() if callable(pieces) else pieces
         max_width = max_width() if callable(max_width) else max_width
+        signatures = signatures() if callable(signatures) else signatures
         if types is None or pieces is None or max_width is None:
             raise ValueError("JointExtractor needs the types, tokenizer and widest span (from the data module or a "
                              "checkpoint)")
         self.types = JointTypes.from_dict(types) if isinstance(types, dict) else types
         self.pieces, self.max_width = pieces, int(max_width)
         encoder, transformer_config = build_encoder(pretrained, transformer_config)
+        self.signatures = signatures
+        allowed = torch.tensor(signatures, dtype=torch.bool) if signatures is not None and use_signatures else None
         self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,
-                                width_dim, type_dim, hidden, dropout, shapes)
-        self.save_hyperparameters(ignore=["types", "pieces", "max_width", "output_dir", "transformer_config"])
+                                width_dim, type_dim, hidden, dropout, shapes, allowed)
+        self.save_hyperparameters(ignore=["types", "pieces", "max_width", "signatures", "output_dir",
+                                          "transformer_config"])
         self.hparams["transformer_config"] = transformer_config
         self.output_dir = output_dir
         self.threshold = 0.5 if relation_threshold is None else float(relation_threshold)
@@ -186,8 +193,8 @@ class JointExtractor(L.LightningModule):
 
     # -- checkpoints --------------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[JOINT_KEY] = {"types": self.types.to_dict(), "tokenizer": self.pieces,
-                                 "max_width": self.max_width, "threshold": self.threshold}
+        checkpoint[JOINT_KEY] = {"types": self.types.to_dict(), "tokenizer": self.pieces, "max_width": self.max_width,
+                                 "signatures": self.signatures, "threshold": self.threshold}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get(JOINT_KEY) or {}

@@ -69,6 +69,9 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
             checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
             warn_replaced_options(argv, checkpoint)
             argv = with_checkpoint_config(argv, checkpoint)
+            from tacred.training.command_checks import refuse_joint_predict
+
+            refuse_joint_predict(argv)  # the checkpoint's own configuration may name the joint model
         check_data_files(argv)  # of the checkpoint's configuration with the command line's (each file read once)
         from tacred.training.cli import JointCLI, TacredCLI
         from tacred.training.command_checks import given_config, is_joint
