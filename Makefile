@@ -210,6 +210,10 @@ CONLL04_SRC ?= ../shared/data/conll04
 CONLL04_OUT = docs/results/conll04
 conll04-data: install
 	test -f data/conll04/train.json || $(TACRED) convert conll04 $(CONLL04_SRC) data/conll04
+	# the joint model reads the release itself (SpERT's layout); a copy beside the converted pairs
+	test -f data/conll04_spert/conll04_types.json || (mkdir -p data/conll04_spert && \
+	  cp $(CONLL04_SRC)/conll04_train.json $(CONLL04_SRC)/conll04_dev.json $(CONLL04_SRC)/conll04_test.json \
+	    $(CONLL04_SRC)/conll04_types.json data/conll04_spert/)
 
 results-conll04: conll04-data
 	$(call twice,$(AVX2) $(TACRED) ablate --config configs/conll04.yaml configs/semeval/glove/paper.yaml \

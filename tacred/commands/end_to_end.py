@@ -17,7 +17,9 @@ SpERT's layout), `train_data` (the release folder the NER trains on), `documents
 convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows);
 then `models` (key, name, inputs, variant, seeds: N for seeds 1 to N or a list of seeds, optional target: micro_f1,
 ner_f1; `variants: [A, B]` in place of `variant` where a recipe's seeds were trained under several of the sweep's
-variants, each seed from the one that trained it; optional ner: KEY) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source). Optional
+variants, each seed from the one that trained it; optional ner: KEY; `config: FILE` for a joint entity-and-relation
+model, whose seeds train here with `tacred fit --config FILE` into RUNS/VARIANT/seed_S, resumed where they stopped,
+then extract with --one_sentence at the argmax, dev_f1 and dev_p80 thresholds) and `published` (name, inputs, ner_f1, relation_f1, average: micro|macro, source). Optional
 `ners` (key, name, args: options of `tacred ner train`, e.g. [--encoder, transformer, --pretrained, mpnet]): a NER
 trained once a seed under RUNS/ner/KEY/seed_S and used by every row that names it (ner: KEY), whose extractions go
 to RUNS/VARIANT/seed_S/ner_KEY/ and whose record is end_to_end_ner_KEY.json; rows without one train their own.
@@ -85,6 +87,13 @@ def main(argv: list[str] | None = None) -> int:
                 name = f"{seed_variant(spec, model, seed)} seed {seed}"
                 if args.timeout is not None and time.monotonic() - started > args.timeout:
                     print(f"{name}: not started (--timeout {args.timeout:g} s reached)")
+                    continue
+                if model.config is not None:  # a joint model: trained here, then extracted and scored
+                    from tacred.experiments.joint_seeds import run_joint_seed
+
+                    print(f"{name}: training (tacred fit, resumed where it stopped), extraction and score ...",
+                          flush=True)
+                    print(f"{name}: {run_joint_seed(spec, model, seed, num_threads=args.num_threads)}", flush=True)
                     continue
                 if not trained(spec, model, seed):
                     waiting.append(name)

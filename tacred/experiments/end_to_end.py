@@ -68,6 +68,7 @@ class Model:
     target: dict[str, float] = field(default_factory=dict)
     ner: str | None = None  # a key of the spec's `ners`; None: each run trains its own (`tacred ner train` defaults)
     readme: bool = True  # False: the row is in end_to_end.md (and the summary) but not in README's table
+    config: str | None = None  # a joint model's tacred fit configuration: its seeds train themselves (joint_seeds.py)
 
     @property
     def variant(self) -> str:
@@ -205,7 +206,8 @@ def load_spec(path: str | Path) -> Spec:
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
-        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner", "readme"}
+        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner", "readme",
+                                "config"}
         if unknown:
             raise EndToEndError(f"{at}: unknown keys {sorted(unknown)}")
         ner = entry.get("ner")
@@ -214,9 +216,13 @@ def load_spec(path: str | Path) -> Spec:
         readme = entry.get("readme", True)
         if not isinstance(readme, bool):
             raise EndToEndError(f"{at}: 'readme' must be true or false, got {readme!r}")
+        config = entry.get("config")
+        if config is not None and (not isinstance(config, str) or ner is not None or "variants" in entry):
+            raise EndToEndError(f"{at}: 'config' names a joint model's configuration file, with one 'variant' (its "
+                                "folder name) and no 'ner' (the joint model finds its own entities)")
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
                             _variants(entry, at), _seeds(entry, at),
-                            {key: float(value) for key, value in target.items()}, ner, readme))
+                            {key: float(value) for key, value in target.items()}, ner, readme, config))
     if not models:
         raise EndToEndError(f"{where}: 'models' lists no model")
     published = []

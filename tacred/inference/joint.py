@@ -105,6 +105,22 @@ class JointPredictor:
     def read(self, sentences: Sequence[Sequence[str]]) -> list[SentenceResult]:
         """Each sentence's entities (word spans) and relations, in order; sentences go through the encoder in
         batches of similar length. A sentence over the encoder's length is an :class:`InputError`."""
+        results = []
+        for entities, candidates in self.read_candidates(sentences):
+            best: dict[tuple[int, int], tuple[float, str]] = {}
+            for h, t, rel, p in candidates:
+                if p >= self.threshold and p > best.get((h, t), (-1.0, ""))[0]:
+                    best[(h, t)] = (p, rel)
+            results.append(SentenceResult(entities, [FoundRelation(h, t, rel, p) for (h, t), (p, rel) in
+                                                     sorted(best.items())]))
+        return results
+
+    def read_candidates(self, sentences: Sequence[Sequence[str]],
+                        entities: Sequence[Sequence[tuple[int, int, str]]] | None = None,
+                        ) -> list[tuple[list[FoundEntity], list[tuple[int, int, str, float]]]]:
+        """Each sentence's entities and every ordered pair of them with each relation's probability (head and tail
+        index the entities), before any threshold; ``entities``: score the pairs of these (start, end, type) instead
+        of the ones the model finds (the relation step alone)."""
         encoded = []
         for k, words in enumerate(sentences):
             if not words:
@@ -113,24 +129,21 @@ class JointPredictor:
             if len(encoded[-1].input_ids) > self.pieces.max_length:
                 raise InputError(f"sentence {k}: {len(encoded[-1].input_ids)} word pieces, more than the "
                                  f"{self.pieces.max_length} the encoder reads")
+        given = None if entities is None else [
+            [(s, e, self.types.entities.index(kind), 1.0) for s, e, kind in sent] for sent in entities]
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
-        results: list[SentenceResult | None] = [None] * len(encoded)
+        results: list[Any] = [None] * len(encoded)
         for at in range(0, len(order), self.batch_size):
             chunk = order[at:at + self.batch_size]
             batch = collate([encoded[i] for i in chunk], chunk, self.max_width, len(self.types.relations),
                             int(self.pieces.spec["pad_id"])).to(self.device)
-            for i, found in zip(chunk, find(self.net, batch), strict=True):
-                results[i] = self._decided(found)
-        return [r for r in results if r is not None]
-
-    def _decided(self, found: Any) -> SentenceResult:
-        entities = [FoundEntity(s, e, self.types.entities[k], float(p)) for s, e, k, p in found.entities]
-        relations = []
-        for (h, t), row in zip(found.pairs, found.probs, strict=True):
-            best = int(torch.argmax(row))
-            if float(row[best]) >= self.threshold:
-                relations.append(FoundRelation(h, t, self.types.relations[best], float(row[best])))
-        return SentenceResult(entities, relations)
+            found = find(self.net, batch, None if given is None else [given[i] for i in chunk])
+            for i, f in zip(chunk, found, strict=True):
+                ents = [FoundEntity(s, e, self.types.entities[k], float(p)) for s, e, k, p in f.entities]
+                candidates = [(h, t, rel, float(p)) for (h, t), row in zip(f.pairs, f.probs.tolist(), strict=True)
+                              for rel, p in zip(self.types.relations, row, strict=True)]
+                results[i] = (ents, candidates)
+        return results
 
     def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS, signatures: bool = True,
                 one_sentence: bool = False) -> Any:

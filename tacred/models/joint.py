@@ -217,10 +217,11 @@ def candidate_pairs(entities: list[list[Found]], device: torch.device | str = "c
 
 
 @torch.no_grad()
-def find(net: JointNetwork, batch: JointBatch) -> list[SentenceFound]:
-    """One encoder pass over a batch of sentences: the entities of each, then every pair of them scored."""
+def find(net: JointNetwork, batch: JointBatch, given: list[list[Found]] | None = None) -> list[SentenceFound]:
+    """One encoder pass over a batch of sentences: the entities of each (or the ``given`` ones: the relation step
+    alone), then every pair of them scored."""
     enc = net.encode(batch)
-    entities = decode_entities(net.span_logits(enc), batch.word_counts)
+    entities = decode_entities(net.span_logits(enc), batch.word_counts) if given is None else given
     pairs, pair_types, owners = candidate_pairs(entities, enc.words.device)
     probs = torch.sigmoid(net.relation_logits(enc, pairs, pair_types).float())  # (P, R)
     probs = (probs * net.allowed[pair_types[:, 0], pair_types[:, 1]]).cpu()  # signatures the types rule out: 0
