@@ -79,6 +79,16 @@ def raw_text_entities(predictor: JointPredictor, documents: Path) -> dict[str, s
     return {d.id: {((m.start, m.end), m.type) for _, m, _ in t.entities} for d, t in zip(docs, texts, strict=True)}
 
 
+def _dev_file(run: Path) -> Path:
+    """The dev file the run was trained with (its config.yaml)."""
+    import yaml
+
+    data = (yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}).get("data") or {}
+    init = data.get("init_args") or data
+    name = Path(str(init.get("dev_file") or "dev.json"))
+    return name if name.is_absolute() or not init.get("data_dir") else Path(str(init["data_dir"])) / name
+
+
 def run_joint_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path:
     """Train (or resume) one seed of a joint row, then extract, score and record it; each step is skipped when its
     output is there."""
@@ -107,7 +117,7 @@ def run_joint_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) ->
     torch.set_num_threads(num_threads)
     try:
         predictor = JointPredictor(checkpoint, best, device="cpu")
-        dev = spec.train_data / "conll04_dev.json"
+        dev = _dev_file(run)
         thresholds = {"argmax": ARGMAX, "dev_f1": predictor.threshold,
                       "dev_p80": _dev_threshold(predictor, dev, 0.8)}
         gold = gold_documents(read_conll04(spec.gold), spec.gold.stem)
@@ -127,6 +137,7 @@ def run_joint_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) ->
     last = read_checkpoint(run / "checkpoints" / "last.ckpt")
     seconds = trained_seconds(last)
     last_epochs = int(last.get("epoch", 0)) + 1
+    record.parent.mkdir(parents=True, exist_ok=True)
     write_json(record, {
         "variant": variant, "seed": seed, "checkpoint": best.name, "config": str(model.config),
         "gold": str(spec.gold), "documents": str(spec.documents), "gold_pairs_f1": gold_pairs,
