@@ -253,7 +253,11 @@ def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() 
     five, three = (1, 2, 3, 4, 5), (1, 2, 3)
     assert {m.key: m.seeds for m in spec.models} == {
         "paper": five, "paper_mpnet_ner": five, "paper_mpnet_ner_with_dev": five, "transformer": five,
-        "transformer_mpnet_ner_with_dev": five, "mpnet": three, "mpnet_mpnet_ner_with_dev": (2, 3, 4)}
+        "transformer_mpnet_ner_with_dev": five, "mpnet": three, "mpnet_mpnet_ner_with_dev": (2, 3, 4),
+        "joint_minilm": five, "joint_mpnet": three}
+    # the joint rows train their own seeds with the configuration they name (docs/joint.md)
+    assert {m.key: m.config for m in spec.models if m.config} == {
+        "joint_minilm": "configs/conll04/joint_minilm.yaml", "joint_mpnet": "configs/conll04/joint_mpnet.yaml"}
     # the train-and-dev NER is the MPNet recipe itself, with --with_dev
     assert spec.ners["mpnet_with_dev"].args == (*spec.ners["mpnet"].args, "--with_dev")
     page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
