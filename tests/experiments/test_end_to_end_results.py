@@ -256,7 +256,7 @@ def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() 
         "transformer_mpnet_ner_with_dev": five, "mpnet": three, "mpnet_mpnet_ner_with_dev": (2, 3, 4)}
     # the train-and-dev NER is the MPNet recipe itself, with --with_dev
     assert spec.ners["mpnet_with_dev"].args == (*spec.ners["mpnet"].args, "--with_dev")
-    page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
+    page = "".join((REPO / "docs" / name).read_text(encoding="utf-8") for name in ("conll04.md", "ner.md"))
     # the MPNet NER's options: the command the page shows and the one its seed-1 record trained with
     options = " ".join(spec.ners["mpnet"].args)
     assert options in " ".join(page.replace("\\\n", " ").split())
