@@ -62,7 +62,7 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 lint: install
-	$(VENV)/bin/ruff check tacred tests benchmarks docs/results
+	$(VENV)/bin/ruff check tacred tests benchmarks
 
 demo: install
 	test -f data/demo/train.json || $(TACRED) convert synthetic data/demo
