@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 RUN ?= runs/demo
 # Test processes (pytest-xdist); a test file stays on one process, so its trained fixtures are built once, and files
-# go out in the order tests/conftest.py gives them (the longest first).
+# go out in the order tests/conftest.py gives them (the longest of the last run first, from pytest's cache).
 TEST_WORKERS ?= 2
 
 export HF_DATASETS_OFFLINE ?= 1
@@ -34,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Three tiers, each a pytest marker selection. `make test` (the README's) is the quick one: everything that neither
-# trains for more than a few seconds, nor starts tacred in a subprocess or a server (marked `slow`), nor launches a
+# trains for more than a few seconds, nor starts a process (tacred, Python, a tool) or a server (marked `slow`), nor launches a
 # scale-out job (marked `scale`). CI (.ci/run) runs all three; `make test-all` does the same here.
 test: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not scale"
@@ -62,7 +62,7 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 lint: install
-	$(VENV)/bin/ruff check tacred tests benchmarks docs/results
+	$(VENV)/bin/ruff check tacred tests benchmarks
 
 demo: install
 	test -f data/demo/train.json || $(TACRED) convert synthetic data/demo

@@ -141,29 +141,39 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 
-# Test files that take longest, longest first: CPU seconds of each file (its process and the subprocesses it waited
-# for) in a `make test` run, which a quiet 2-core machine turns into about as many seconds of wall time. `make test`
-# hands whole files to its 2 workers in collection order (`--dist loadfile --no-loadscope-reorder`); starting with
-# the long files and ending with the many short ones keeps both workers busy to the end (longest-processing-time-first
-# scheduling). xdist's own order, most tests first, put the files with a few long tests last, where one worker ran
-# them while the other waited. A file not listed runs after these; tests/test_layout.py checks every name here.
-LONGEST_FIRST = (
-    "experiments/test_ablation.py", "test_documented_commands.py", "test_benchmarks.py", "test_bad_inputs.py",
-    "test_faults.py", "experiments/test_ensemble.py", "training/test_progress.py", "test_notebooks.py", "training/test_tracking.py",
-    "experiments/test_tuning.py", "analysis/test_plots.py", "test_distributed.py", "models/test_transformer.py",
-    "models/test_model.py", "serving/test_server.py", "test_cli.py", "extraction/test_extract_command.py",
-    "inference/test_shipped.py", "inference/test_sentence_pairs.py", "models/test_pair_scoring.py",
-    "data/test_ner_loop.py",  # its slow tier's 70 s of NER trainings
-)
+# `make test` hands whole files to its workers in collection order (`--dist loadfile --no-loadscope-reorder`); files
+# that start first should be the long ones, so that a few long files do not end up last on one worker while the
+# other waits (longest-processing-time-first scheduling). The order measures itself: when a run ends, each file's
+# seconds (setup, call and teardown of its tests, as pytest reports them) are kept in pytest's cache
+# (.pytest_cache/, one record per -m selection), and the next run with the same selection starts with the files that
+# took longest. Without a record (a fresh clone, --cache-clear, -p no:cacheprovider) the files run in collection order.
+_seconds_by_file: dict[str, float] = {}
+
+
+def _durations_key(config: pytest.Config) -> str:
+    return "tacred/file_seconds/" + (re.sub(r"\W+", "_", config.option.markexpr or "").strip("_") or "all")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    cache = getattr(config, "cache", None)
+    seconds = cache.get(_durations_key(config), {}) if cache is not None else {}
+    if seconds:  # stable: the order within a file, and among files without a figure, stays
+        items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
 
-    def file_rank(item: pytest.Item) -> int:
-        return rank.get(item.path.relative_to(REPO / "tests").as_posix(), len(rank))
 
-    items.sort(key=file_rank)  # stable: the order within a file, and among the unlisted files, stays
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = report.nodeid.split("::", 1)[0]
+    _seconds_by_file[file] = _seconds_by_file.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if hasattr(config, "workerinput") or cache is None or not _seconds_by_file:
+        return  # an xdist worker: its reports reach the controller, which keeps the record
+    key = _durations_key(config)
+    # files this run did not reach (-k, a path given) keep their earlier figure
+    cache.set(key, {**cache.get(key, {}), **{f: round(s, 2) for f, s in _seconds_by_file.items()}})
 
 
 @pytest.fixture

@@ -46,6 +46,7 @@ def test_seconds_per_epoch_leave_out_the_start_up_and_the_first_epoch(bench):
         bench.Training(epoch_ends=[5.0], cpu_ends=[1.0]).seconds_per_epoch()
 
 
+@pytest.mark.slow  # the watched command is a subprocess
 def test_a_watched_command_gives_its_epoch_times_cpu_and_peak_memory(bench, tmp_path):
     script = "import time\nfor e in (1, 2, 3):\n    time.sleep(0.05)\n    print(f'epoch {e}: train_loss = 1.0')\n"
     watched = bench.run_watched([sys.executable, "-c", script], tmp_path / "log.txt", tmp_path, bench.thread_env(),
@@ -56,6 +57,7 @@ def test_a_watched_command_gives_its_epoch_times_cpu_and_peak_memory(bench, tmp_
     assert (tmp_path / "log.txt").read_text().count("train_loss") == 3
 
 
+@pytest.mark.slow  # the watched command is a subprocess
 def test_a_failed_command_is_an_error_quoting_its_log(bench, tmp_path):
     with pytest.raises(RuntimeError, match="failed \\(3\\)") as err:
         bench.run_watched([sys.executable, "-c", "print('broken here'); raise SystemExit(3)"], tmp_path / "log.txt",
@@ -63,6 +65,7 @@ def test_a_failed_command_is_an_error_quoting_its_log(bench, tmp_path):
     assert "broken here" in str(err.value)
 
 
+@pytest.mark.slow  # the watched command is a subprocess
 def test_a_missing_epoch_line_is_an_error(bench, tmp_path):
     with pytest.raises(RuntimeError, match="expected 2 epoch lines, found 1"):
         bench.run_watched([sys.executable, "-c", "print('epoch 1/2 done')"], tmp_path / "log.txt", tmp_path,

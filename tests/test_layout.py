@@ -157,10 +157,3 @@ def test_the_architecture_page_names_every_module():
     assert not missing, f"docs/architecture.md does not show these modules in its tree: {missing}"
     stale = sorted(named - MODULES.keys())
     assert not stale, f"docs/architecture.md shows modules that do not exist: {stale}"
-
-
-def test_the_longest_first_order_names_test_files():
-    from tests.conftest import LONGEST_FIRST
-
-    missing = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
-    assert not missing, f"tests/conftest.py LONGEST_FIRST names files that do not exist (moved?): {missing}"

@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # each test starts `tacred` in a fresh process: its start-up is the subject
 
 PROBE = """
 import sys

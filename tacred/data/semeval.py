@@ -33,7 +33,6 @@ OTHER = "Other"
 SEMEVAL_LABELS = (NO_RELATION, *(f"{r}({a},{b})" for r in RELATIONS for a, b in (("e1", "e2"), ("e2", "e1"))))
 TRAIN_FILE = "TRAIN_FILE.TXT"
 TEST_FILE = "TEST_FILE_FULL.TXT"
-HUB_NAME = "SemEvalWorkshop/sem_eval_2010_task_8"
 _FILE_LABELS = frozenset((OTHER, *SEMEVAL_LABELS[1:]))
 
 
@@ -177,32 +176,3 @@ def write_release(
     )
     (out_dir / "README").write_text(readme, encoding="utf-8")
     return info
-
-
-def load_from_hub(
-    nlp: Language | None = None, dev_size: int = 1500, seed: int = 0, name: str = HUB_NAME, **load_kwargs: Any
-) -> dict[str, list[dict[str, Any]]]:
-    """Convert the Hugging Face hub copy (``sentence`` with markers, ``relation`` as a class id).
-
-    Needs network access (or a filled ``datasets`` cache); ``datasets`` is imported only here, so
-    importing this module never touches the network. Ids follow the release: train 1.., test 8001..
-    """
-    from datasets import load_dataset
-
-    data = load_dataset(name, **load_kwargs)
-    names = data["train"].features["relation"].names
-    records: dict[str, list[SemEvalRecord]] = {}
-    for split, first_id in (("train", 1), ("test", 8001)):
-        records[split] = [
-            SemEvalRecord(first_id + i, row["sentence"], names[row["relation"]], i + 1, f"{name}:{split}")
-            for i, row in enumerate(data[split])
-        ]
-    unknown = sorted({r.relation for rs in records.values() for r in rs} - _FILE_LABELS)
-    if unknown:
-        raise SemEvalError(f"{name}: unexpected relation names {unknown}")
-    train, dev = split_dev(records["train"], dev_size, seed)
-    return {
-        "train": convert_records(train, "train", nlp),
-        "dev": convert_records(dev, "train", nlp),
-        "test": convert_records(records["test"], "test", nlp),
-    }

@@ -71,6 +71,7 @@ def test_sharding_across_ranks(shuffle):
         assert len(shard) == len(BucketBatchSampler(LENGTHS, 2, shuffle=shuffle, num_replicas=3, rank=r))
 
 
+@pytest.mark.slow  # DataLoader worker processes
 def test_loader_with_workers_gives_the_same_batches(tacred_sample):
     dm = TacredDataModule(data_dir=str(tacred_sample), batch_size=7)
     dm.setup("test")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -236,7 +235,7 @@ def test_command_user_errors_return_2_with_one_line(tmp_path: Path, data: list[d
     assert json.loads(data_path.read_text(encoding="utf-8")) == data
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tacred.cli") is None, reason="tacred.cli (the dispatcher) not written yet")
+@pytest.mark.slow  # `python -m tacred` in a subprocess
 def test_command_via_python_m_tacred(tmp_path: Path, data: list[dict[str, Any]]) -> None:
     data_path = write(tmp_path / "dev.json", data)
     patch = write(tmp_path / "p.json", [{"id": "a2", "relation": "per:title"}])

@@ -138,6 +138,7 @@ def test_convert_command_on_a_small_release(tmp_path: Path, nlp, capsys) -> None
     assert "no_such_model_xyz" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # `python -m tacred` in a subprocess
 def test_convert_synthetic_subcommand(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tacred", "convert", "synthetic", str(tmp_path), "--n_train", "20",

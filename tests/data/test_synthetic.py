@@ -75,6 +75,7 @@ def test_same_seed_gives_identical_json_and_another_seed_differs(tmp_path: Path)
         assert first[split].read_bytes() != other[split].read_bytes()
 
 
+@pytest.mark.slow  # Python subprocesses with other hash seeds
 def test_output_does_not_depend_on_the_process_or_hash_seed() -> None:
     digests = set()
     for hash_seed in ("1", "2"):

@@ -361,6 +361,7 @@ def test_a_run_records_the_commit_its_fit_started_on(tmp_path: Path, fake: FakeR
     assert json.loads((out / "final" / "seed_1" / "result.json").read_text())["commit"] == "aaa1111"
 
 
+@pytest.mark.slow  # Python and git in subprocesses
 def test_a_copy_records_the_commit_it_was_copied_from_not_its_stale_git(tmp_path: Path) -> None:
     # a job on a machine the code was copied to names its commit in TACRED_COMMIT; without .git it is that or None
     copy = tmp_path / "copy"
@@ -384,6 +385,7 @@ def test_a_copy_records_the_commit_it_was_copied_from_not_its_stale_git(tmp_path
     assert stale.stdout.strip() == "fa8cbdf"
 
 
+@pytest.mark.slow  # a Python subprocess per kernel setting
 def test_the_recorded_environment_names_the_cpu_kernels_that_aten_cpu_capability_chose() -> None:
     # AVX2 and AVX-512 kernels round differently: a run's record must say which trained it, read from torch, not
     # assumed from the machine
@@ -446,6 +448,7 @@ def test_a_variant_named_best_is_chosen_on_dev_like_any_other(tmp_path: Path, fa
         assert summary["best_candidate"]["dev_f1"] == [100 * candidate_dev]
 
 
+@pytest.mark.slow  # other processes hold the sweep's claims
 def test_processes_sharing_a_sweep_skip_runs_another_holds_and_take_over_dead_ones(
         tmp_path: Path, fake: FakeRuns, capsys: pytest.CaptureFixture[str]) -> None:
     import os

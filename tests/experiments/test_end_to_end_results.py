@@ -260,7 +260,7 @@ def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() 
         "joint_minilm": "configs/conll04/joint_minilm.yaml", "joint_mpnet": "configs/conll04/joint_mpnet.yaml"}
     # the train-and-dev NER is the MPNet recipe itself, with --with_dev
     assert spec.ners["mpnet_with_dev"].args == (*spec.ners["mpnet"].args, "--with_dev")
-    page = (REPO / "docs" / "conll04.md").read_text(encoding="utf-8")
+    page = "".join((REPO / "docs" / name).read_text(encoding="utf-8") for name in ("conll04.md", "ner.md"))
     # the MPNet NER's options: the command the page shows and the one its seed-1 record trained with
     options = " ".join(spec.ners["mpnet"].args)
     assert options in " ".join(page.replace("\\\n", " ").split())

@@ -116,6 +116,7 @@ def test_a_bad_tacred_dict_names_the_item_of_the_batch(model, test_examples):
         model.predict([test_examples[0], broken])
 
 
+@pytest.mark.slow  # a fresh Python subprocess
 def test_load_model_predicts_without_importing_lightning(model, checkpoint, test_examples):
     """The API rebuilds the network from the checkpoint with torch alone: ~3 s and ~280 MiB instead of ~7 s and
     ~400 MiB with Lightning, torchmetrics, matplotlib and TorchDynamo (docs/performance.md)."""

@@ -205,6 +205,7 @@ def test_a_body_over_the_limit_is_refused_while_it_is_read(server):
     assert response.status_code == 413 and "--max_body_bytes" in response.json()["detail"]
 
 
+@pytest.mark.slow  # the server is a subprocess
 def test_a_port_in_use_is_one_line_and_status_2(served, checkpoint, capsys):
     from tacred.commands.serve import main
 
