@@ -98,6 +98,11 @@ def test_tacred_extract_writes_records_that_score_extraction_scores(trained: Pat
     scored = run_in_process("score-extraction", str(corpus / "test.json"), str(out), "--json")
     report = json.loads(scored.stdout)
     assert report["relations"]["strict"]["micro"]["f1"] > 80, report["relations"]["strict"]["micro"]
+    pytest.importorskip("duckdb")
+    kb = run_in_process("kb", str(out), "--db", str(tmp_path / "kb.duckdb"), "--query",
+                        "SELECT relation, subject_type, object_type FROM triples WHERE relation = 'Work_For' LIMIT 1")
+    assert json.loads(kb.stdout.splitlines()[-1]) == {"relation": "Work_For", "subject_type": "Peop",
+                                                      "object_type": "Org"}
 
 
 def test_a_fit_killed_inside_an_epoch_resumes_to_the_same_end(corpus: Path, tmp_path: Path) -> None:
