@@ -8,8 +8,9 @@ import csv
 import json
 import math
 import os
+import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,35 @@ def atomic_path(path: str | Path, keep_suffix: bool = False) -> Iterator[Path]:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def left_as_found(folder: str | Path | None, keep: Callable[[set[Path]], bool] | None = None) -> Iterator[None]:
+    """An output folder left as it was found when the block fails (an exception, Ctrl-C): what the block added is
+    removed, the folder too when it did not exist, unless ``keep(added)`` says the added paths must stay (a checkpoint
+    or a finished chunk that a rerun resumes from). ``folder`` None: nothing to guard."""
+    if folder is None:
+        yield
+        return
+    folder = Path(folder)
+    before = set(folder.rglob("*")) if folder.is_dir() else None
+    top = folder  # the outermost folder the block may create (mkdir with parents)
+    while before is None and top.parent != top and not top.parent.exists():
+        top = top.parent
+    try:
+        yield
+    except BaseException:
+        if folder.is_dir():
+            added = set(folder.rglob("*")) - (before or set())
+            if keep is None or not keep(added):
+                if before is None:
+                    shutil.rmtree(top, ignore_errors=True)
+                for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
+                    if path.is_dir() and not path.is_symlink():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.unlink(missing_ok=True)
         raise
 
 

@@ -6,6 +6,7 @@ or the option and its value; no traceback, no usage text, and a failed ``fit`` l
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import pickle
@@ -737,3 +738,194 @@ def test_a_bad_mention_shard_names_the_file_and_line_for_every_reader(tmp_path):
             read()
     shard.write_text(json.dumps(good) + "\n", encoding="utf-8")
     assert list(read_mentions(tmp_path / "out")) == [good]
+
+
+# ---- every command and option of `tacred --help`, generated from the parsers ---------------------------------------
+# Each option that takes a number or one of fixed choices gets a value it cannot take; each (sub)command with a
+# required input gets missing files for every input and fresh paths for its outputs. Every case must be refused
+# with exit status 2 and one line naming the option or one of the files, before torch, Lightning or spaCy loads
+# (the slow twin runs each command's cases in a fresh process to see that), and leave the folder it ran in as it was.
+OUTPUTS = ("out", "output", "db")  # destinations a command writes: given fresh paths, never created
+HEAVY = ("torch", "lightning", "spacy", "transformers")
+
+
+def command_parsers() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every (sub)command of ``tacred``'s tools with its parser (``tacred predict --sentences`` among them)."""
+    import importlib
+
+    from tacred.commands import COMMANDS
+    from tacred.commands.predict_raw import build_parser as predict_parser
+
+    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [(path, parser)]
+        return [found for name, sub in subs[0].choices.items() for found in walk(sub, (*path, name))]
+
+    found = []
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(f"tacred.commands.{module_name}")
+        found += walk((module.build_parser if hasattr(module, "build_parser") else module._parser)(), (name,))
+    return [*found, (("predict",), predict_parser())]
+
+
+def _fill(action: argparse.Action, missing: str) -> list[str]:
+    """A value for a required argument: a number, a choice, a fresh output path or a missing input file."""
+    if action.choices:
+        value = str(next(iter(action.choices)))
+    elif action.type in (int, float):
+        value = "1"
+    else:
+        value = f"{{tmp}}/{'new' if action.dest in OUTPUTS else 'missing'}/{action.dest}"
+    values = [value] if action.nargs in (None, "?", "+", "*") or isinstance(action.nargs, str) else [value] * action.nargs
+    return [*action.option_strings[:1], *values]
+
+
+def _required(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The arguments a command line must hold: positionals, required options, one of each required group."""
+    actions = [a for a in parser._actions
+               if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)
+               and (a.required or not a.option_strings)]
+    for group in parser._mutually_exclusive_groups:
+        if group.required:
+            actions.append(group._group_actions[0])
+    return actions
+
+
+def generated_cases() -> list[pytest.param]:
+    from tacred.cli import LIGHTNING_COMMANDS
+
+    cases = []
+    for path, parser in command_parsers():
+        base, name = list(path), "-".join(path)
+        required = _required(parser)
+        filled = [value for action in required for value in _fill(action, name)]
+        for action in parser._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction) or action.nargs == 0:
+                continue
+            flag = action.option_strings[0]
+            if action.choices:
+                bad = "no_such_choice"
+            elif action.type in (int, float):
+                bad = "many"
+            else:
+                continue
+            rest = [v for a in required if a is not action for v in _fill(a, name)]
+            cases.append(pytest.param((*base, *rest, flag, bad), (flag,), id=f"{name}{flag}"))
+        for action in required:
+            if not action.option_strings and action.choices:  # a positional of fixed choices
+                rest = [v for a in required for v in (["no_such_choice"] if a is action else _fill(a, name))]
+                cases.append(pytest.param((*base, *rest), ("no_such_choice",), id=f"{name}-{action.dest}"))
+        inputs = [v for v in filled if "{tmp}/missing/" in v]
+        if inputs:
+            cases.append(pytest.param((*base, *filled), tuple(inputs), id=f"{name}-missing-inputs"))
+    for command in LIGHTNING_COMMANDS:  # their options are Lightning's; what is checked before Lightning loads
+        cases.append(pytest.param((command, "--ckpt_path", "{tmp}/missing/model.ckpt"), ("{tmp}/missing/model.ckpt",),
+                                  id=f"{command}--ckpt_path-missing"))
+        cases.append(pytest.param((command, "--config", "{tmp}/missing/config.yaml"), ("{tmp}/missing/config.yaml",),
+                                  id=f"{command}--config-missing"))
+    return cases
+
+
+GENERATED = generated_cases()
+
+
+def snapshot(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_size if p.is_file() else -1 for p in folder.rglob("*")}
+
+
+def run_generated(argv: tuple[str, ...], folder: Path) -> tuple[int, str, float]:
+    """One generated case in this process, in ``folder``: exit status, standard error, seconds."""
+    import contextlib
+    import io
+    import os
+    import time
+
+    args = [a.replace("{tmp}", str(folder)) for a in argv]
+    err = io.StringIO()
+    here = os.getcwd()
+    os.chdir(folder)
+    started = time.perf_counter()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                status = main(args)
+            except SystemExit as exit_:
+                status = exit_.code
+    finally:
+        os.chdir(here)
+    return status, err.getvalue(), time.perf_counter() - started
+
+
+def check_refusal(argv: tuple[str, ...], expect: tuple[str, ...], folder: Path, status: int, err: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2, f"tacred {' '.join(argv)}: exit {status}\n{err}"
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("tacred") and ": error: " in lines[0], err
+    assert any(e.replace("{tmp}", str(folder)) in lines[0] for e in expect), (expect, lines[0])
+
+
+def test_every_command_has_generated_cases():
+    from tacred.commands import COMMANDS
+
+    ids = {c.id for c in GENERATED}
+    assert len(ids) == len(GENERATED) and len(GENERATED) >= 100
+    for name in COMMANDS:  # a new command is covered the day it lands
+        assert any(i.startswith(name) for i in ids), name
+
+
+@pytest.mark.parametrize(("argv", "expect"), GENERATED)
+def test_a_bad_option_or_missing_input_of_any_command_is_one_line_and_leaves_the_folder_as_it_was(
+        tmp_path: Path, argv, expect):
+    (tmp_path / "mine.txt").write_text("a file of the user's", encoding="utf-8")
+    before = snapshot(tmp_path)
+    status, err, seconds = run_generated(argv, tmp_path)
+    check_refusal(argv, expect, tmp_path, status, err)
+    assert snapshot(tmp_path) == before, f"tacred {' '.join(argv)} changed the folder it ran in"
+    assert seconds < 30, f"{seconds:.1f} s"  # no work started; the slow twin checks the time in a fresh process
+
+
+PROBE_GENERATED = """
+import contextlib, io, json, os, sys, time
+from pathlib import Path
+from tacred.cli import main
+found = []
+for argv in json.loads(sys.argv[1]):
+    folder = Path(sys.argv[2]) / str(len(found))
+    folder.mkdir()
+    os.chdir(folder)
+    err = io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            status = main([a.replace("{{tmp}}", str(folder)) for a in argv])
+        except SystemExit as exit_:
+            status = exit_.code
+    found.append([status, err.getvalue(), time.perf_counter() - started, [m for m in {heavy!r} if m in sys.modules]])
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_every_generated_case_is_refused_before_anything_heavy_loads_in_a_fresh_process(tmp_path: Path):
+    """Each command's cases in a process of their own: none loads torch, Lightning or spaCy, and each takes < 2 s."""
+    import os
+    import subprocess
+    import sys
+    from itertools import groupby
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for k, (command, group) in enumerate(groupby(GENERATED, key=lambda c: c.values[0][0])):
+        cases = list(group)
+        work = tmp_path / f"{k}-{command}"
+        work.mkdir()
+        proc = subprocess.run([sys.executable, "-c", PROBE_GENERATED.format(heavy=HEAVY),
+                               json.dumps([c.values[0] for c in cases]), str(work)],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        for case_, (status, err, seconds, heavy) in zip(cases, json.loads(proc.stdout.splitlines()[-1]), strict=True):
+            argv, expect = case_.values
+            folder = work / str(cases.index(case_))
+            check_refusal(argv, expect, folder, status, err)
+            assert heavy == [], f"{case_.id}: {heavy} loaded before the refusal"
+            assert seconds < 2, f"{case_.id}: {seconds:.1f} s"

@@ -15,7 +15,8 @@ SPEC is a YAML file: `results` (a folder written by `tacred ablate`), `seeds` (h
 `models` (key, name, inputs, and a `variant` folder or `candidates`, of which the highest mean dev F1 over seeds is
 taken; optional `target`: macro_f1, max_std, vote_macro_f1) and `published` (name, inputs, macro_f1, source).
 Nothing is trained: the same stored runs always give the same files. A spec with an `end_to_end` section is an
-end-to-end table (`tacred end-to-end --help`): end_to_end_summary.json and end_to_end.md from its stored records.
+end-to-end table (`tacred end-to-end --help`): end_to_end_summary.json and end_to_end.md from its stored records, in
+its `out` or --out, and none when no row has a record.
 
 example: tacred compare docs/results/semeval_glove/comparison.yaml --readme README.md
 """
@@ -25,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="tacred compare", description=HELP, epilog=EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("spec", metavar="SPEC", help="the comparison's YAML spec")
-    parser.add_argument("--out", default=None, metavar="DIR", help="where to write (default: the spec's folder)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="where to write (default: the spec's folder; an end-to-end spec's own 'out')")
     parser.add_argument("--readme", default=None, metavar="FILE",
                         help="also put the table into FILE between its '<!-- tacred compare: start -->' and "
                              "'<!-- tacred compare: end -->' lines")

@@ -7,12 +7,14 @@ import argparse
 import sys
 
 from tacred.commands.parsing import OneLineParser
-from tacred.errors import report
+from tacred.errors import ConfigError, TacredError, report
 
 HELP = "Convert public data (SemEval-2010 Task 8, KBP37, CoNLL04) or generate the demo corpus in TACRED format."
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tacred.data.conll04 import MAX_ENTITIES, MAX_PAIRS
+
     parser = OneLineParser(prog="tacred convert", description=HELP)
     sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,kbp37,conll04,synthetic}")
     sem = sub.add_parser(
@@ -49,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     con.add_argument("--spacy_model", default=None, metavar="NAME",
                      help="spaCy pipeline (default: the first installed en_core_web_* model)")
     con.add_argument("--batch_size", type=int, default=256, help="sentences per nlp.pipe batch (default: 256)")
+    con.add_argument("--max_entities", type=int, default=MAX_ENTITIES,
+                     help=f"a sentence with more entities is refused: its ordered pairs grow as the square (default: "
+                          f"{MAX_ENTITIES})")
+    con.add_argument("--max_pairs", type=int, default=MAX_PAIRS,
+                     help=f"a release that converts to more examples is refused (default: {MAX_PAIRS:,})")
+    for release in (sem, kbp, con):
+        release.add_argument("--overwrite", action="store_true",
+                             help="replace the converted release OUT already holds (default: refuse such an OUT)")
     syn = sub.add_parser("synthetic", help="the generated demo corpus (no external data)")
     syn.add_argument("out", metavar="OUT", help="output folder")
     syn.add_argument("--seed", type=int, default=13, help="generator seed (default: 13)")
@@ -75,20 +85,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch_size < 1:
         print(f"tacred convert: error: --batch_size must be at least 1, got {args.batch_size}", file=sys.stderr)
         return 2
-    if args.source == "kbp37":
-        return _kbp37(args)
-    if args.source == "conll04":
-        return _conll04(args)
-    from tacred.data.semeval import SemEvalError, check_release, write_release
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.data.conversion import check_output_folder
+    from tacred.io import left_as_found
 
     try:
-        check_release(args.src, args.dev_size)
-        nlp = load_spacy(args.spacy_model)
-        info = write_release(args.src, args.out, dev_size=args.dev_size, seed=args.seed, nlp=nlp,
-                             batch_size=args.batch_size)
-    except (SemEvalError, SpacyModelError, OSError) as err:
+        for flag in ("max_entities", "max_pairs"):
+            if getattr(args, flag, 1) < 1:
+                raise ConfigError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+        check_output_folder(args.out, args.overwrite)
+    except TacredError as err:
         return report("convert", err)
+    convert = {"kbp37": _kbp37, "conll04": _conll04, "semeval2010": _semeval}[args.source]
+    try:
+        with left_as_found(args.out):  # a conversion that fails leaves OUT as it found it
+            return convert(args)
+    except (TacredError, OSError) as err:
+        return report("convert", err)
+
+
+def _semeval(args: argparse.Namespace) -> int:
+    from tacred.data.semeval import check_release, write_release
+    from tacred.data.spacy_pipeline import load_spacy
+
+    check_release(args.src, args.dev_size)
+    nlp = load_spacy(args.spacy_model)
+    info = write_release(args.src, args.out, dev_size=args.dev_size, seed=args.seed, nlp=nlp,
+                         batch_size=args.batch_size)
     sizes = info["sizes"]
     print(f"SemEval-2010 Task 8 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
     for name in ("train", "dev", "test"):
@@ -99,13 +121,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _kbp37(args: argparse.Namespace) -> int:
-    from tacred.data.kbp37 import KBP37Error, write_release
-    from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.data.kbp37 import write_release
 
-    try:  # the release is checked whole before spaCy loads
-        info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size)
-    except (KBP37Error, SpacyModelError, OSError) as err:
-        return report("convert", err)
+    # the release is checked whole before spaCy loads
+    info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size)
     print(f"KBP37 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
     for name in ("train", "dev", "test"):
         counts, lost = info["label_counts"][name], info["unconverted"][name]
@@ -118,13 +137,11 @@ def _kbp37(args: argparse.Namespace) -> int:
 
 
 def _conll04(args: argparse.Namespace) -> int:
-    from tacred.data.conll04 import CoNLL04Error, write_release
-    from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.data.conll04 import write_release
 
-    try:  # the release is checked whole before spaCy loads
-        info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size)
-    except (CoNLL04Error, SpacyModelError, OSError) as err:
-        return report("convert", err)
+    # the release is checked whole before spaCy loads
+    info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size,
+                         max_entities=args.max_entities, max_pairs=args.max_pairs)
     print(f"CoNLL04 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")
     for name in ("train", "dev", "test"):
         size, positives = info["sizes"][name], info["positives"][name]

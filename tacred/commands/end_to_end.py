@@ -14,7 +14,8 @@ EPILOG = """\
 SPEC is a YAML file (e.g. docs/results/conll04/end_to_end.yaml) with an `end_to_end` section: `results` and
 `runs_dir` (the `tacred ablate --out` and `--runs_dir` of the relation models' sweep), `gold` (the gold test file,
 SpERT's layout), `train_data` (the release folder the NER trains on), `documents` and `data_dir` (what `tacred
-convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows);
+convert conll04` wrote), `ner_epochs` and `operating_point` (argmax, dev_f1 or dev_p80: which the table shows),
+`out` (the folder of the table, relative to SPEC's folder as `results` is; --out in its place);
 then `models` (key, name, inputs, variant, seeds: N for seeds 1 to N or a list of seeds, optional target: micro_f1,
 ner_f1; `variants: [A, B]` in place of `variant` where a recipe's seeds were trained under several of the sweep's
 variants, each seed from the one that trained it; optional ner: KEY; `config: FILE` for a joint entity-and-relation
@@ -33,8 +34,9 @@ with the run's tested checkpoint and that NER at each operating point: the argma
 operating point missing from an older record is added to it). A step whose output is there is not repeated, so the
 same command goes on where it stopped; runs not trained yet, and trained runs whose checkpoint is not in RUNS
 (checkpoints are not committed: retrain the seed into RUNS with the sweep's command and a scratch --out), are listed
-and left for later. Then end_to_end_summary.json and end_to_end.md beside SPEC (mean ± sample std over seeds), as
-`tacred compare SPEC` writes them from the stored records alone.
+and left for later. Then end_to_end_summary.json and end_to_end.md in `out` (mean ± sample std over seeds), as
+`tacred compare SPEC` writes them from the stored records alone; none when no row has a record yet (an error).
+The spec's input paths, --seeds and --num_threads are checked before the first NER trains.
 
 example: tacred end-to-end docs/results/conll04/end_to_end.yaml --readme README.md
 """
@@ -51,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="torch threads of tacred extract and of the NER's own score, kept in each record (default 1)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="start no seed after SECONDS")
     parser.add_argument("--table_only", action="store_true", help="only tabulate the stored records")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="where end_to_end.md and end_to_end_summary.json go (default: the spec's 'out')")
     parser.add_argument("--readme", default=None, metavar="FILE",
                         help="also put the table into FILE between its '<!-- tacred compare MARKER: start -->' and "
                              "'<!-- tacred compare MARKER: end -->' lines (MARKER: the spec's marker)")
@@ -59,29 +63,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from tacred.errors import ConfigError
     from tacred.experiments.end_to_end import (
         EndToEndError,
+        check_inputs,
         checkpoint_of,
         compare,
         finished,
         load_spec,
         run_seed,
         seed_variant,
+        table_folder,
         trained,
     )
 
     started = time.monotonic()
     try:
+        if args.num_threads < 1:
+            raise ConfigError(f"--num_threads {args.num_threads}: must be at least 1")
+        if args.timeout is not None and not args.timeout >= 0:
+            raise ConfigError(f"--timeout {args.timeout:g}: must be 0 seconds or more")
+        bad = [s for s in args.seeds or () if s < 1]
+        if bad:
+            raise ConfigError(f"--seeds {' '.join(map(str, bad))}: seeds are positive numbers")
         spec = load_spec(args.spec)
+        table_folder(spec, args.out)  # known before any work: where the table will go
         keys = {m.key for m in spec.models}
         unknown = sorted(set(args.only or ()) - keys)
         if unknown:
             raise EndToEndError(f"--only {' '.join(unknown)}: no such model in {args.spec} ({', '.join(sorted(keys))})")
-        waiting, gone = [], []
+        chosen = [m for m in spec.models if not args.only or m.key in args.only]
+        stray = sorted(set(args.seeds or ()) - {s for m in chosen for s in m.seeds})
+        if stray:
+            raise ConfigError(f"--seeds {' '.join(map(str, stray))}: not a seed of "
+                              f"{'the chosen models' if args.only else 'any model'} in {args.spec}")
+        waiting, gone, checked = [], [], False
         for model in spec.models if not args.table_only else ():
             if args.only and model.key not in args.only:
                 continue
-            for seed in args.seeds or model.seeds:
+            for seed in [s for s in args.seeds if s in model.seeds] if args.seeds else model.seeds:
                 if finished(spec, model, seed):
                     continue
                 name = f"{seed_variant(spec, model, seed)} seed {seed}"
@@ -102,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not checkpoint.exists():
                     gone.append(f"{name} ({checkpoint})")
                     continue
+                if not checked:  # the inputs every step reads, before the first NER trains
+                    check_inputs(spec)
+                    checked = True
                 print(f"{name}: NER, extraction and score ...", flush=True)
                 print(f"{name}: {run_seed(spec, model, seed, num_threads=args.num_threads)}", flush=True)
         if waiting:
@@ -110,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             print("trained, but the checkpoint is not here (checkpoints are not committed): " + ", ".join(gone) +
                   "; retrain those seeds into the runs folder with the sweep's tacred ablate command and a scratch "
                   "--out (deterministic on the same kernels), then run this again")
-        paths = compare(args.spec, None, args.readme)
+        paths = compare(args.spec, args.out, args.readme)
     except (EndToEndError, OSError, ValueError) as err:
         return report("end-to-end", err)
     print(paths[1].read_text(encoding="utf-8"), end="")

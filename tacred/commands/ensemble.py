@@ -39,8 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse, before any work, what would give a meaningless ensemble or fail late: fewer than two distinct members,
     a device torch does not know or does not have, a batch size below 1."""
+    from tacred.checkpoints import resolve_checkpoint
     from tacred.devices import DeviceError, torch_device
 
+    for config in args.config or ():  # the files first: a mistyped one is answered before torch loads
+        if not Path(config).is_file():
+            raise EnsembleError(f"--config {config}: no such file")
+    for given in args.checkpoints or ():
+        resolve_checkpoint(given)
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise EnsembleError(f"--data_dir {args.data_dir}: no such folder")
     try:
         args.device = torch_device(args.device)
     except DeviceError as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tacred.commands.parsing import OneLineParser
 
@@ -105,10 +106,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.engine == "ray" and "-" in args.sources:
             raise ConfigError("--engine ray reads files, not standard input (-): save the input to a file, or leave "
                               "out --engine ray")
+        check_model(args.ckpt_path, args.ner)
     except (TacredError, InputFormatError) as err:
         print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
         return 2
     return _extract(args)
+
+
+def check_model(model: str, ner: str) -> None:
+    """The model and the NER named on the command line, found before the output folder is touched or anything loads
+    (a mistyped name must not leave a manifest that locks the folder)."""
+    from tacred.data.ner_training import model_folder
+    from tacred.inference.api import resolve_model
+
+    resolve_model(model)
+    if ner not in ("auto", "stock"):
+        model_folder(ner)
+
+
+def finished_chunk(added: set[Path]) -> bool:
+    """Whether a failed run finished a chunk (``done/part-*.json``): the output folder is then kept to resume."""
+    return any(p.parent.name == "done" and p.suffix == ".json" for p in added)
 
 
 # switches added after output folders existed: recorded only when set, so a folder written before them resumes
@@ -140,6 +158,7 @@ def _extract(args: argparse.Namespace) -> int:
     from tacred.extraction.progress import Progress, count_documents
     from tacred.extraction.ray_engine import RayEngineError, RayPipelineError
     from tacred.extraction.runner import run_extraction
+    from tacred.io import left_as_found
     from tacred.training.quiet import tacred_log_lines
 
     settings = ExtractorSettings(
@@ -149,25 +168,27 @@ def _extract(args: argparse.Namespace) -> int:
         one_sentence=args.one_sentence)
     with tacred_log_lines():
         try:
-            sink = StdoutSink() if args.output is None else ShardSink(args.output, args.format, manifest(args))
-            # loaded here even with workers (then dropped): a bad checkpoint or spaCy model is an error up front
-            extractor = DocumentExtractor(settings)
-            if args.engine == "ray":  # the driver lists the files; Ray reads them (Ray Data's progress bars)
-                from tacred.extraction.ray_engine import run_on_ray
+            # a run that fails before its first chunk is done leaves --output as it found it (no manifest behind)
+            with left_as_found(args.output, keep=finished_chunk):
+                sink = StdoutSink() if args.output is None else ShardSink(args.output, args.format, manifest(args))
+                # loaded here even with workers (then dropped): a bad checkpoint or spaCy model is an error up front
+                extractor = DocumentExtractor(settings)
+                if args.engine == "ray":  # the driver lists the files; Ray reads them (Ray Data's progress bars)
+                    from tacred.extraction.ray_engine import run_on_ray
 
-                del extractor  # each actor loads its own
-                totals = run_on_ray(settings, args.sources, sink, fmt=args.input_format, lines=args.lines,
-                                    text_column=args.text_column, id_column=args.id_column,
-                                    chunk_size=args.chunk_size, address=args.address, workers=args.workers)
-            else:
-                done = sink.done_chunks()
-                total = count_documents(args.sources, args.input_format, args.lines) if sys.stderr.isatty() else None
-                progress = Progress(total, done=min(len(done) * args.chunk_size, total or 0))
-                documents = read_documents(args.sources, text_column=args.text_column, id_column=args.id_column,
-                                           fmt=args.input_format, lines=args.lines, max_chars=args.max_chars)
-                workers = args.workers or 1
-                totals = run_extraction(settings, documents, sink, workers, args.chunk_size, progress,
-                                        extractor if workers == 1 else None)
+                    del extractor  # each actor loads its own
+                    totals = run_on_ray(settings, args.sources, sink, fmt=args.input_format, lines=args.lines,
+                                        text_column=args.text_column, id_column=args.id_column,
+                                        chunk_size=args.chunk_size, address=args.address, workers=args.workers)
+                else:
+                    done = sink.done_chunks()
+                    total = count_documents(args.sources, args.input_format, args.lines) if sys.stderr.isatty() else None
+                    progress = Progress(total, done=min(len(done) * args.chunk_size, total or 0))
+                    documents = read_documents(args.sources, text_column=args.text_column, id_column=args.id_column,
+                                               fmt=args.input_format, lines=args.lines, max_chars=args.max_chars)
+                    workers = args.workers or 1
+                    totals = run_extraction(settings, documents, sink, workers, args.chunk_size, progress,
+                                            extractor if workers == 1 else None)
         except RayPipelineError as err:
             print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
             return 1

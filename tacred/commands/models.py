@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "show":
             print(shipped.shipped_info(args.name).card.read_text(encoding="utf-8"), end="")
         elif args.action == "build":
-            from tacred.inference.shipping import build_shipped
+            from tacred.inference.shipping import build_shipped, check_build
+
+            check_build(args.name, args.ckpt_path, args.data_dir)  # before torch loads
 
             folder = build_shipped(args.name, args.ckpt_path, args.data_dir,
                                    *([args.out] if args.out is not None else []))

@@ -137,13 +137,31 @@ def draw(args: argparse.Namespace) -> tuple[Any, Path]:
     return plots.relation_scores_figure(score(gold, pred, no_relation)), folder / f"relations_{name}.png"
 
 
+def check_files(args: argparse.Namespace) -> None:
+    """The files a plot reads, found before torch or matplotlib loads."""
+    from tacred.checkpoints import resolve_checkpoint
+
+    if getattr(args, "ckpt_path", None):
+        resolve_checkpoint(args.ckpt_path)
+    for flag in ("file", "predictions", "gold", "scores", "metrics"):
+        value = getattr(args, flag, None)
+        if value is not None and not Path(value).is_file():
+            raise FileNotFoundError(f"--{flag} {value}: no such file")
+    for flag in ("data_dir", "run_dir"):
+        value = getattr(args, flag, None)
+        if value is not None and not Path(value).is_dir():
+            raise FileNotFoundError(f"--{flag} {value}: no such folder")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.analysis.plots import save_figure
     from tacred.checkpoints import CheckpointError
     from tacred.errors import LabelError
 
     try:
+        check_files(args)  # before the plotting modules (torch, matplotlib) load
+        from tacred.analysis.plots import save_figure
+
         fig, default = draw(args)
         path = save_figure(fig, args.output or default, dpi=args.dpi)
     except (CheckpointError, LabelError, TacredError, FileNotFoundError, ValueError, OSError) as err:

@@ -28,34 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
                "spaCy or extract types; spaCy's CARDINAL and ORDINAL are not entities).")
     parser.add_argument("gold", metavar="GOLD", help="CoNLL04 sentences (SpERT's JSON layout)")
     parser.add_argument("pred", metavar="PRED", nargs="*", help="mention files or folders written by tacred extract")
-    parser.add_argument("--spacy_ner", metavar="MODEL", default=None,
+    ner = parser.add_mutually_exclusive_group()
+    ner.add_argument("--spacy_ner", metavar="MODEL", default=None,
                         help="also score the entities this spaCy pipeline (a name, or a folder such as a NER trained "
                              "by tacred ner train: RUN/ner/model-best) finds in the gold sentences (spaCy's labels "
                              "mapped to CoNLL04's types; a trained NER's CoNLL04 types kept)")
-    parser.add_argument("--entities", metavar="FILE", default=None, help="also score these entities (NER)")
+    ner.add_argument("--entities", metavar="FILE", default=None,
+                     help="also score these entities (NER; instead of --spacy_ner)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     return parser
-
-
-def _entity_file(path: str, gold: dict[str, Any]) -> dict[str, set[tuple[tuple[int, int], str]]]:
-    from tacred.data.conll04 import conll04_type
-    from tacred.evaluation.end_to_end import ExtractionScoreError
-    from tacred.io import jsonl_records
-
-    found: dict[str, set[tuple[tuple[int, int], str]]] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, record in jsonl_records(f):
-            where = f"{path}, line {number}"
-            try:
-                doc_id = str(record["doc_id"])
-                typed = [((int(e["start"]), int(e["end"])), conll04_type(str(e["type"]))) for e in record["entities"]]
-            except (KeyError, TypeError, ValueError) as err:
-                raise ExtractionScoreError(f"{where}: expected {{\"doc_id\", \"entities\": [{{\"start\", \"end\", "
-                                           f"\"type\"}}]}} ({err!r})") from None
-            if doc_id not in gold:
-                raise ExtractionScoreError(f"{where}: doc_id {doc_id!r} is not a gold sentence")
-            found.setdefault(doc_id, set()).update((span, kind) for span, kind in typed if kind is not None)
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
     from tacred.evaluation.end_to_end import (
         ExtractionScoreError,
+        entity_file,
         format_scores,
         gold_documents,
         predicted_relations,
@@ -86,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             result.update(pred=args.pred, relations=score_relations(gold, pred), repeated=repeated)
         if args.spacy_ner or args.entities:
             if args.entities:
-                entities, source = _entity_file(args.entities, gold), args.entities
+                entities, source = entity_file(args.entities, gold), args.entities
             else:
                 nlp = load_spacy(args.spacy_ner)
                 entities, source = spacy_entities(sentences, stem, nlp), f"spaCy {args.spacy_ner}"

@@ -77,8 +77,7 @@ def _check(args: argparse.Namespace) -> str:
     from tacred.checkpoints import read_checkpoint
     from tacred.devices import torch_device
     from tacred.errors import ConfigError
-    from tacred.evaluation.decision import describe_threshold
-    from tacred.evaluation.threshold import load_threshold
+    from tacred.evaluation.decision import describe_threshold, load_threshold  # numpy only: torch loads later
     from tacred.inference.api import resolve_model
     from tacred.inference.shipped import shipped_info
 
@@ -92,9 +91,9 @@ def _check(args: argparse.Namespace) -> str:
     if problem:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {problem} (another server?); choose another "
                           "--port")
+    source = resolve_model(args.ckpt_path)  # a mistyped model before anything heavy loads
     if args.threshold is not None:
         load_threshold(args.threshold)
-    source = resolve_model(args.ckpt_path)
     if source.kind == "export":  # ONNX Runtime's view of CUDA, not torch's
         from tacred.devices import onnx_providers
 

@@ -125,6 +125,23 @@ def _apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """What can be checked before the checkpoint loads and dev is evaluated: the precision goal, the checkpoint, the
+    data files named."""
+    from tacred.checkpoints import resolve_checkpoint
+    from tacred.errors import ConfigError
+
+    for flag in ("target_precision", "min_precision"):
+        value = getattr(args, flag, None)
+        if value is not None and not 0.0 < value <= 1.0:
+            raise ConfigError(f"--{flag} {value:g}: a precision, above 0 and at most 1 (0.8 for 80%)")
+    resolve_checkpoint(args.ckpt_path)
+    if args.file is not None and not Path(args.file).is_file():
+        raise FileNotFoundError(f"--file {args.file}: no such file")
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise FileNotFoundError(f"--data_dir {args.data_dir}: no such folder")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.checkpoints import CheckpointError
@@ -134,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tacred threshold {args.action}: error: --batch_size must be at least 1", file=sys.stderr)
         return 2
     try:
+        check_options(args)
         return _tune(args) if args.action == "tune" else _apply(args)
     except (CheckpointError, LabelError, FileNotFoundError, ValueError, OSError) as err:
         return report(f"threshold {args.action}", err)

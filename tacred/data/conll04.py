@@ -32,6 +32,10 @@ RELATIONS = ("Work_For", "Kill", "OrgBased_In", "Live_In", "Located_In")
 # The declared label set (6): fixed order, no_relation first.
 CONLL04_LABELS = (NO_RELATION, *RELATIONS)
 SPLITS = {"train": "conll04_train.json", "dev": "conll04_dev.json", "test": "conll04_test.json"}
+# Size limits of a conversion (the release: at most 24 entities a sentence, 19,080 examples in all): a sentence's
+# pairs grow as the square of its entities, so one sentence of 400 entities alone would be 159,600 examples
+MAX_ENTITIES = 100
+MAX_PAIRS = 1_000_000
 
 # CoNLL04 entity type → subj_type/obj_type of the converted examples: the TACRED names that spaCy's entities map to
 # in extraction (tacred.data.spacy_pipeline.NER_MAP), so training's relation signatures hold for extracted pairs.
@@ -120,7 +124,10 @@ def check_sentence(raw: Any, index: int, where: str) -> Sentence:
             found = ent.get("type") if isinstance(ent, dict) else ent
             raise CoNLL04Error(f"{at}: entity {k} has type {found!r}, expected one of {', '.join(ENTITY_TYPES)}")
         start, end = ent.get("start"), ent.get("end")
-        if not (_int(start) and _int(end) and 0 <= start < end <= len(tokens)):
+        for key, value in (("start", start), ("end", end)):
+            if not _int(value):
+                raise CoNLL04Error(f"{at}: entity {k} has {key}={value!r}, which is not an integer (a token index)")
+        if not 0 <= start < end <= len(tokens):
             raise CoNLL04Error(f"{at}: entity {k} has span start={start!r}, end={end!r}, which does not satisfy "
                                f"0 <= start < end <= {len(tokens)} (tokens; end is exclusive)")
         entities.append(Entity(ent["type"], start, end))
@@ -210,21 +217,47 @@ def convert_sentences(sentences: Sequence[Sentence], prefix: str, nlp: Language 
     return [ex for s, ann in zip(paired, annotations, strict=True) for ex in pair_examples(s, prefix, ann)]
 
 
-def check_release(src_dir: str | Path) -> dict[str, list[Sentence]]:
-    """Read the three split files, so that a bad source fails before spaCy is loaded."""
+def pair_count(sentence: Sentence) -> int:
+    """The examples a sentence converts to: every ordered pair of distinct entities."""
+    return len(sentence.entities) * (len(sentence.entities) - 1)
+
+
+def check_release(src_dir: str | Path, max_entities: int = MAX_ENTITIES,
+                  max_pairs: int = MAX_PAIRS) -> dict[str, list[Sentence]]:
+    """Read the three split files, so that a bad source fails before spaCy is loaded: every sentence checked, no
+    sentence with more than ``max_entities`` entities (its pairs grow as the square), no split that converts to no
+    example, and at most ``max_pairs`` examples in all."""
     src_dir = Path(src_dir)
     if not src_dir.is_dir():
         raise CoNLL04Error(f"{src_dir}: not a folder (expected the folder holding {', '.join(SPLITS.values())})")
-    return {split: read_conll04(src_dir / name) for split, name in SPLITS.items()}
+    splits = {split: read_conll04(src_dir / name) for split, name in SPLITS.items()}
+    for split, sentences in splits.items():
+        path = src_dir / SPLITS[split]
+        crowded = next((s for s in sentences if len(s.entities) > max_entities), None)
+        if crowded is not None:
+            raise CoNLL04Error(f"{path}, sentence {crowded.index}: {len(crowded.entities):,} entities "
+                               f"({pair_count(crowded):,} ordered pairs), more than the limit of {max_entities:,} "
+                               "entities a sentence (--max_entities)")
+        if not sentences:
+            raise CoNLL04Error(f"{path}: holds no sentence; each split needs sentences to convert")
+        if not any(pair_count(s) for s in sentences):
+            raise CoNLL04Error(f"{path}: none of its {len(sentences):,} sentences has two entities, so the split "
+                               "would convert to no example")
+    pairs = sum(pair_count(s) for sentences in splits.values() for s in sentences)
+    if pairs > max_pairs:
+        raise CoNLL04Error(f"{src_dir}: the release converts to {pairs:,} examples (ordered entity pairs), more than "
+                           f"the limit of {max_pairs:,} (--max_pairs)")
+    return splits
 
 
 def write_release(src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None,
-                  batch_size: int = 256) -> dict[str, Any]:
+                  batch_size: int = 256, max_entities: int = MAX_ENTITIES,
+                  max_pairs: int = MAX_PAIRS) -> dict[str, Any]:
     """Convert the release: train/dev/test.json, labels.json, documents/<file stem>.jsonl (the raw sentences for
-    ``tacred extract``), conversion.json and a README."""
+    ``tacred extract``), conversion.json and a README. The limits: :func:`check_release`."""
+    sentences = check_release(src_dir, max_entities, max_pairs)
     import spacy
 
-    sentences = check_release(src_dir)
     if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
         nlp = load_spacy(nlp)
     start = time.perf_counter()

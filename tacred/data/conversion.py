@@ -9,6 +9,19 @@ from pathlib import Path
 from tacred.errors import TacredError
 
 CONVERSION_FILE = "conversion.json"
+RELEASE_FILES = ("train.json", "dev.json", "test.json", "labels.json", CONVERSION_FILE)  # what a converter writes
+
+
+def check_output_folder(out_dir: str | Path, overwrite: bool = False) -> None:
+    """A converter's OUT, checked before any work: a folder (or nothing yet), and one that holds a converted release
+    only with ``overwrite`` (its files are replaced)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise TacredError(f"{out}: not a folder (OUT is the folder the converted release is written to)")
+    held = [name for name in RELEASE_FILES if (out / name).exists()]
+    if held and not overwrite:
+        raise TacredError(f"{out} holds a converted release ({', '.join(held)}); give --overwrite to replace it, or "
+                          "another OUT")
 
 
 def unconverted_gold(split_file: str | Path, examples: int) -> list[str]:

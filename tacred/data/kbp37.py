@@ -153,9 +153,9 @@ def write_release(
     src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None, batch_size: int = 256
 ) -> dict[str, Any]:
     """Convert the release and write train/dev/test.json, labels.json, conversion.json and a README."""
+    records = check_release(src_dir)  # before spaCy is imported: a bad release is answered at once
     import spacy
 
-    records = check_release(src_dir)
     if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
         nlp = load_spacy(nlp)
     start = time.perf_counter()

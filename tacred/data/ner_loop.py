@@ -151,6 +151,11 @@ def _write_checkpoint(out: Path, nlp: Any, state: dict[str, Any]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def checkpoint_names() -> tuple[str, ...]:
+    """The names of what a run leaves in ``out`` while it trains: the checkpoint, and its copies while replaced."""
+    return CHECKPOINT, f"{CHECKPOINT}.old", f"{CHECKPOINT}.partial"
+
+
 def find_checkpoint(out: Path) -> Path | None:
     """The checkpoint a rerun continues from (one left as ``.old`` by a run killed while replacing it counts)."""
     for name in (CHECKPOINT, f"{CHECKPOINT}.old"):
@@ -176,7 +181,8 @@ def train(config_path: Path, out: Path, *, corpora: list[Path],
     """Train the pipeline ``config_path`` describes into ``out`` (``model-best``, ``model-last``), resuming from
     ``out/checkpoint`` when one was written for the same config and ``corpora``; ``checkpoint_minutes``: minutes
     between checkpoints (0: after every step). Returns ``{"seconds": training time over every leg,
-    "resumed_at_step": the first step this leg trained, or None}``; the checkpoint is removed when training ends."""
+    "resumed_at_step": the first step this leg trained, or None, "steps": the steps trained over every leg,
+    "evaluations": the dev evaluations over every leg}``; the checkpoint is removed when training ends."""
     from spacy import util
     from spacy.schemas import ConfigSchemaTraining
     from spacy.training.initialize import init_nlp
@@ -286,6 +292,7 @@ def train(config_path: Path, out: Path, *, corpora: list[Path],
     finally:
         finalize_logger()
         save_model(False)
-    for name in (CHECKPOINT, f"{CHECKPOINT}.old", f"{CHECKPOINT}.partial"):
+    for name in checkpoint_names():
         shutil.rmtree(out / name, ignore_errors=True)
-    return {"seconds": earlier + time.perf_counter() - began, "resumed_at_step": first if saved else None}
+    return {"seconds": earlier + time.perf_counter() - began, "resumed_at_step": first if saved else None,
+            "steps": step + 1, "evaluations": len(results)}

@@ -245,12 +245,46 @@ initial_rate = {head_rate}
         learn_rate=schedule, batcher=f'@batchers = "spacy.batch_by_sequence.v1"\nsize = {TRANSFORMER_BATCH}\n')
 
 
+DONE_FILE = "training.json"  # the last file a finished training writes
+WORDS_A_BATCH = 1000 * 1.2  # the CNN's batcher: batches of 1,000 words, up to 20% over (spacy.batch_by_words.v1)
+
+
+def check_output(out_dir: str | Path, overwrite: bool = False) -> None:
+    """``--out`` checked before anything is read: a folder holding a finished NER (:data:`DONE_FILE`) is trained
+    again only with ``overwrite``; one holding other files than a NER's is refused (a killed run's checkpoint is
+    resumed)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NerTrainingError(f"--out {out}: not a folder")
+    if (out / DONE_FILE).is_file() and not overwrite:
+        raise NerTrainingError(f"--out {out} holds a trained NER ({DONE_FILE}, {BEST}); give --overwrite to train "
+                               "it again, or another --out")
+    ours = {DONE_FILE, "config.cfg", "train.spacy", "dev.spacy", "base", BEST, LAST, *ner_loop.checkpoint_names()}
+    if out.is_dir() and any(p.name not in ours for p in out.iterdir()):
+        raise NerTrainingError(f"--out {out}: not empty and not a folder of tacred ner train (give a new folder)")
+
+
+def resumable(added: Iterable[Path]) -> bool:
+    """Whether a failed run wrote a checkpoint that the same command resumes from (its folder is then kept)."""
+    return any(p.name in ner_loop.checkpoint_names()[:2] for p in added)
+
+
+def least_steps(encoder: str, sentences: Sequence[Sentence], max_epochs: int) -> int:
+    """The fewest steps a training of ``max_epochs`` epochs over ``sentences`` takes: the transformer's batches
+    hold :data:`TRANSFORMER_BATCH` sentences; the CNN's at most :data:`WORDS_A_BATCH` words (spaCy's tokens, at
+    least the gold ones; a longer sentence alone)."""
+    if encoder == "transformer":
+        return max_epochs * math.ceil(len(sentences) / TRANSFORMER_BATCH)
+    words = sum(min(len(s.tokens), WORDS_A_BATCH) for s in sentences)
+    return max_epochs * max(1, math.ceil(words / WORDS_A_BATCH))
+
+
 def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_epochs: int = 30,
               patience: int = 2000, eval_frequency: int = 200, base_model: str = BASE_MODEL, encoder: str = "cnn",
               pretrained: str = DEFAULT_PRETRAINED, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
               head_rate: float | None = None, shape_width: int = 0, with_dev: bool = False,
               splits: dict[str, str] | None = None,
-              checkpoint_minutes: float = ner_loop.CHECKPOINT_MINUTES) -> dict[str, Any]:
+              checkpoint_minutes: float = ner_loop.CHECKPOINT_MINUTES, overwrite: bool = False) -> dict[str, Any]:
     """Train a spaCy NER on a CoNLL04 release folder (``conll04_{train,dev}.json``) into ``out_dir``.
 
     ``out_dir`` gets ``train.spacy``, ``dev.spacy``, ``base/`` (the starting pipeline; ``cnn`` only),
@@ -262,13 +296,12 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     for a fixed budget (``max_epochs`` over both; no early stop), as SpERT trained its final models; ``model-best``
     is then the last model, since no held-out sentence is left to choose on, and the dev scores are on seen
     sentences. ``checkpoint_minutes``: minutes between the checkpoints (``out_dir/checkpoint``) that the same call
-    resumes from after a kill (0: after every step). Returns that record."""
-    import spacy
-
-    from tacred.data.ner_encoder import register
-
+    resumes from after a kill (0: after every step). ``overwrite``: train again into an ``out_dir`` holding a finished
+    NER (:func:`check_output`). An ``eval_frequency`` that would evaluate dev after the first step only (model-best
+    the model of one step) is refused before anything is written. Returns that record."""
     if encoder not in ENCODERS:
         raise NerTrainingError(f"--encoder {encoder!r}: one of {', '.join(ENCODERS)}")
+    check_output(out_dir, overwrite)
     head_rate = learn_rate if head_rate is None else head_rate
 
     files = splits or SPLITS
@@ -282,6 +315,17 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
             raise NerTrainingError(str(err)) from None
         if not any(s.entities for s in sentences[split]):
             raise NerTrainingError(f"{path}: no sentence has an entity to learn from")
+    steps = least_steps(encoder, sentences["train"], max_epochs)
+    if not with_dev and eval_frequency >= steps:
+        raise NerTrainingError(
+            f"--eval_frequency {eval_frequency}: {max_epochs} epoch(s) over the {len(sentences['train']):,} training "
+            f"sentences may take as few as {steps:,} steps, so dev would be evaluated after the first step only and "
+            f"model-best would be that step's model; give at most {steps - 1:,} (or more --max_epochs)")
+    import spacy
+
+    from tacred.data.ner_encoder import register
+
+    (out_dir / DONE_FILE).unlink(missing_ok=True)  # --overwrite: no longer a finished NER until this one is
     out_dir.mkdir(parents=True, exist_ok=True)
     trained = ("train", "dev") if with_dev else ("train",)
     labels = sorted({e.type for split in trained for s in sentences[split] for e in s.entities})
@@ -313,6 +357,9 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
     except ner_loop.ResumeError as err:
         raise NerTrainingError(str(err)) from None
     best = out_dir / BEST
+    if not with_dev and legs["evaluations"] < 2 and legs["steps"] > 1:  # what the check of eval_frequency prevents
+        raise NerTrainingError(f"{out_dir}: dev was evaluated after the first of {legs['steps']} steps only, so "
+                               f"model-best is that step's model; give a smaller --eval_frequency")
     if with_dev:  # dev was trained on: the fixed budget's last model is the one kept
         shutil.rmtree(best, ignore_errors=True)
         shutil.copytree(out_dir / LAST, best)
@@ -331,7 +378,7 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
         "dev_scores": meta.get("performance", {}),
         **({"resumed_at_step": legs["resumed_at_step"]} if legs["resumed_at_step"] is not None else {}),
     }
-    (out_dir / "training.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    (out_dir / DONE_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tacred.data.conll04 import ENTITY_TYPES, RELATIONS, Sentence, conll04_type, document_id
@@ -143,6 +144,55 @@ def score_relations(gold: Mapping[str, GoldDocument], pred: Mapping[str, set[Tri
     in_entities = set_scores({d: doc.entities for d, doc in gold.items()}, used, ENTITY_TYPES, lambda e: e[1])
     return {"strict": strict, "boundaries": boundaries, "arguments": arguments,
             "arguments_among_gold_entities": in_entities["micro"]["precision"]}
+
+
+ENTITY_RECORD = '{"doc_id", "entities": [{"start", "end", "type"}]}'
+
+
+def entity_file(path: str | Path, gold: Mapping[str, GoldDocument]) -> dict[str, set[Entity]]:
+    """The entities a NER found, read from a JSON Lines file of :data:`ENTITY_RECORD` (character offsets into the
+    document's text, end-exclusive; CoNLL04, spaCy or ``tacred extract`` types, spaCy's bare numbers dropped), keyed
+    by document id. Checked as predicted relations are: every record, offset and document id, the error naming the
+    file and the line."""
+    from tacred.errors import read_text
+    from tacred.io import JsonLinesError, jsonl_records
+
+    found: dict[str, set[Entity]] = {}
+    lines: dict[str, int] = {}
+    try:
+        records = list(jsonl_records(read_text(path, "--entities").splitlines()))
+    except JsonLinesError as err:
+        raise ExtractionScoreError(f"{path}, {err}") from None
+    for number, record in records:
+        where = f"{path}, line {number}"
+        if not isinstance(record, dict) or "doc_id" not in record or not isinstance(record.get("entities"), list):
+            raise ExtractionScoreError(f"{where}: expected {ENTITY_RECORD}")
+        doc_id = record["doc_id"]
+        if not isinstance(doc_id, str) or doc_id not in gold:
+            raise ExtractionScoreError(f"{where}: doc_id {doc_id!r} is not a gold sentence (expected ids "
+                                       f"{next(iter(gold), '?')!r} and the like)")
+        if doc_id in lines:
+            raise ExtractionScoreError(f"{where}: doc_id {doc_id!r} repeats line {lines[doc_id]} (one line a document)")
+        lines[doc_id] = number
+        text = gold[doc_id].text
+        typed = set()
+        for k, entity in enumerate(record["entities"]):
+            at = f"{where}, entity {k}"
+            if not isinstance(entity, dict) or not isinstance(entity.get("type"), str) or not entity["type"].strip():
+                raise ExtractionScoreError(f"{at}: expected {{\"start\", \"end\", \"type\"}} with a type, got "
+                                           f"{str(entity)[:80]}")
+            start, end = entity.get("start"), entity.get("end")
+            for key, value in (("start", start), ("end", end)):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ExtractionScoreError(f"{at}: '{key}' {value!r} is not an integer (character offsets)")
+            if not 0 <= start < end <= len(text):
+                raise ExtractionScoreError(f"{at}: offsets [{start}, {end}) are not a span of the text of {doc_id} "
+                                           f"({len(text)} characters; 0 <= start < end <= {len(text)})")
+            kind = conll04_type(entity["type"])
+            if kind is not None:
+                typed.add(((start, end), kind))
+        found.setdefault(doc_id, set()).update(typed)
+    return found
 
 
 def score_entities(gold: Mapping[str, GoldDocument], pred: Mapping[str, Iterable[Entity]]) -> dict[str, Any]:

@@ -121,6 +121,27 @@ class Spec:
     models: tuple[Model, ...]
     published: tuple[Published, ...]
     ners: dict[str, NerRecipe] = field(default_factory=dict)
+    out: Path | None = None  # where the table and the summary go (the spec's `out`, relative to its folder)
+
+    def inputs(self) -> dict[str, Path]:
+        """The files and folders the steps read, by their keys in the spec."""
+        return {"gold": self.gold, "train_data": self.train_data, "documents": self.documents,
+                "data_dir": self.data_dir}
+
+
+def check_inputs(spec: Spec) -> None:
+    """Every file and folder the steps read is there: checked before the first seed's NER trains."""
+    for key, path in spec.inputs().items():
+        if not path.exists():
+            raise EndToEndError(f"{spec.path}, end_to_end: '{key}' {path}: no such file or folder (paths are relative "
+                                "to the working directory)")
+
+
+def _plain_name(value: str, where: str, key: str) -> str:
+    """A name that becomes one folder under the sweep's folders: no path separator, not ``.`` or ``..``."""
+    if "/" in value or "\\" in value or value.strip() in (".", "..") or value != value.strip():
+        raise EndToEndError(f"{where}: '{key}' {value!r} must be the name of one folder (a sweep variant), not a path")
+    return value
 
 
 def _need(entry: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
@@ -138,7 +159,10 @@ def _need(entry: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
 def _entries(data: dict[str, Any], key: str, where: str) -> list[tuple[str, dict[str, Any]]]:
     """The mappings listed under ``key``, each with how errors name it (``FILE, key[k]``)."""
     found = []
-    for k, entry in enumerate(data.get(key) or []):
+    listed = data.get(key) or []
+    if not isinstance(listed, list):
+        raise EndToEndError(f"{where}: '{key}' must be a list of mappings, got {listed!r}")
+    for k, entry in enumerate(listed):
         if not isinstance(entry, dict):
             raise EndToEndError(f"{where}, {key}[{k}]: expected a mapping")
         found.append((f"{where}, {key}[{k}]", entry))
@@ -150,12 +174,12 @@ def _variants(entry: dict[str, Any], where: str) -> tuple[str, ...]:
     if ("variant" in entry) == ("variants" in entry):
         raise EndToEndError(f"{where}: needs 'variant' (one sweep variant) or 'variants' (a list), not both")
     if "variant" in entry:
-        return (_need(entry, "variant", where),)
+        return (_plain_name(_need(entry, "variant", where), where, "variant"),)
     names = entry["variants"]
     if (not isinstance(names, list) or not names or len(set(names)) < len(names)
             or not all(isinstance(n, str) and n.strip() for n in names)):
         raise EndToEndError(f"{where}: 'variants' must be a list of distinct variant names, got {names!r}")
-    return tuple(names)
+    return tuple(_plain_name(n, where, "variants") for n in names)
 
 
 def _seeds(entry: dict[str, Any], where: str) -> tuple[int, ...]:
@@ -189,7 +213,7 @@ def load_spec(path: str | Path) -> Spec:
     e2e = data["end_to_end"]
     section = f"{where}, end_to_end"
     unknown = set(e2e) - {"results", "runs_dir", "gold", "train_data", "documents", "data_dir", "ner_epochs",
-                          "operating_point"}
+                          "operating_point", "out"}
     if unknown:
         raise EndToEndError(f"{section}: unknown keys {sorted(unknown)}")
     point = e2e.get("operating_point", "dev_f1")
@@ -201,11 +225,17 @@ def load_spec(path: str | Path) -> Spec:
         if recipe.key in ners:
             raise EndToEndError(f"{at}: the key {recipe.key!r} is used twice")
         ners[recipe.key] = recipe
-    models = []
+    epochs = e2e.get("ner_epochs", 30)
+    if type(epochs) is not int or epochs < 1:
+        raise EndToEndError(f"{section}: 'ner_epochs' must be a whole number of epochs, at least 1, got {epochs!r}")
+    models, keys = [], set()
     for at, entry in _entries(data, "models", where):
         target = entry.get("target") or {}
         if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
             raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
+        for key, value in target.items():
+            if type(value) not in (int, float):
+                raise EndToEndError(f"{at}: 'target' {key} must be a number (percent), got {value!r}")
         unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner", "readme",
                                 "config"}
         if unknown:
@@ -220,6 +250,9 @@ def load_spec(path: str | Path) -> Spec:
         if config is not None and (not isinstance(config, str) or ner is not None or "variants" in entry):
             raise EndToEndError(f"{at}: 'config' names a joint model's configuration file, with one 'variant' (its "
                                 "folder name) and no 'ner' (the joint model finds its own entities)")
+        if _need(entry, "key", at) in keys:
+            raise EndToEndError(f"{at}: the key {entry['key']!r} is used twice (each row needs its own)")
+        keys.add(entry["key"])
         models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
                             _variants(entry, at), _seeds(entry, at),
                             {key: float(value) for key, value in target.items()}, ner, readme, config))
@@ -228,6 +261,8 @@ def load_spec(path: str | Path) -> Spec:
     published = []
     for at, entry in _entries(data, "published", where):
         ner = entry.get("ner_f1")
+        if _need(entry, "average", at) not in ("micro", "macro"):
+            raise EndToEndError(f"{at}: 'average' must be micro or macro, got {entry['average']!r}")
         published.append(Published(_need(entry, "name", at), _need(entry, "inputs", at),
                                    None if ner is None else _need(entry, "ner_f1", at, float),
                                    _need(entry, "relation_f1", at, float), _need(entry, "average", at),
@@ -236,7 +271,8 @@ def load_spec(path: str | Path) -> Spec:
                 path.parent / _need(e2e, "results", section), Path(_need(e2e, "runs_dir", section)),
                 Path(_need(e2e, "gold", section)), Path(_need(e2e, "train_data", section)),
                 Path(_need(e2e, "documents", section)), Path(_need(e2e, "data_dir", section)),
-                int(e2e.get("ner_epochs", 30)), point, tuple(models), tuple(published), ners)
+                epochs, point, tuple(models), tuple(published), ners,
+                None if e2e.get("out") is None else path.parent / _need(e2e, "out", section))
 
 
 def _ner_recipe(entry: dict[str, Any], where: str) -> NerRecipe:
@@ -529,16 +565,35 @@ def render_markdown(spec: Spec, summary: dict[str, Any], readme: bool = False) -
     return "\n".join(lines) + "\n"
 
 
+def table_folder(spec: Spec, out: str | Path | None = None) -> Path:
+    """Where the table goes: ``out`` (``--out``), else the spec's own ``out``; a spec that names none needs ``--out``,
+    so that no spec writes under fixed names beside itself by chance."""
+    if out is not None:
+        folder = Path(out)
+    elif spec.out is not None:
+        folder = spec.out
+    else:
+        raise EndToEndError(f"{spec.path}: no 'out' in its end_to_end section says where {TABLE_FILE} and "
+                            f"{SUMMARY_FILE} go; add one (relative to the spec's folder) or give --out")
+    if folder.exists() and not folder.is_dir():
+        raise EndToEndError(f"{folder}: not a folder (where {TABLE_FILE} and {SUMMARY_FILE} go)")
+    return folder
+
+
 def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | Path | None = None) -> list[Path]:
-    """``end_to_end_summary.json`` and ``end_to_end.md`` beside the spec (or in ``out``) from the stored records, and
-    the table in ``readme`` between its markers."""
+    """``end_to_end_summary.json`` and ``end_to_end.md`` in ``out`` (else the spec's ``out``) from the stored records,
+    and the table in ``readme`` between its markers; nothing is written when no row has a record."""
     from tacred.experiments.comparison import _readme_parts, table_of, update_readme
 
     spec = load_spec(spec_path)
+    folder = table_folder(spec, out)
     if readme is not None:
         _readme_parts(Path(readme), spec.marker)
-    folder = Path(out) if out is not None else spec.path.parent
     summary = measure(spec)
+    if not any(summary[m.key]["seeds"] for m in spec.models):
+        raise EndToEndError(f"{spec.path}: nothing measured (no row has a record under {spec.results}); no table "
+                            "written")
+    folder.mkdir(parents=True, exist_ok=True)
     paths = [write_json(folder / SUMMARY_FILE, summary),
              write_text_atomic(folder / TABLE_FILE, render_markdown(spec, summary))]
     if readme is not None:
@@ -546,5 +601,5 @@ def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | 
     return paths
 
 
-__all__ = ("EndToEndError", "Spec", "compare", "load_spec", "measure", "finished", "render_markdown", "run_seed",
+__all__ = ("EndToEndError", "Spec", "check_inputs", "compare", "load_spec", "table_folder", "measure", "finished", "render_markdown", "run_seed",
            "score_ner", "score_relations_of", "seed_variant", "trained")

@@ -197,6 +197,24 @@ def read_documents(sources: Iterable[str | Path], *, text_column: str = "text", 
     JSON Lines with ``fmt="jsonl"``, read as it comes). ``fmt`` forces one format for every file."""
     if fmt not in FORMATS:
         raise InputFormatError(f"unknown input format {fmt!r} (one of {', '.join(FORMATS)})")
+    return _unique_ids(_read(sources, text_column, id_column, fmt, lines, max_chars, stdin))
+
+
+def _unique_ids(items: Iterable[Document | BadDocument]) -> Iterator[Document | BadDocument]:
+    """The documents with a later one whose id repeats an earlier document's skipped and reported: a mention names
+    its document by id alone, so two documents under one id could not be told apart in the output."""
+    seen: set[str] = set()
+    for item in items:
+        if isinstance(item, Document) and item.id in seen:
+            yield BadDocument(item.id, f"{len(item.text):,} characters",
+                              f"its id {item.id!r} repeats an earlier document's (each document needs its own id)")
+            continue
+        seen.add(item.id)
+        yield item
+
+
+def _read(sources: Iterable[str | Path], text_column: str, id_column: str, fmt: str, lines: bool, max_chars: int,
+          stdin: Iterable[bytes] | None) -> Iterator[Document | BadDocument]:
     for source in sources:
         if str(source) == "-":
             stream = stdin if stdin is not None else _stdin_bytes()

@@ -100,8 +100,9 @@ def resolve_model(path: str | Path) -> ModelSource:
     :class:`~tacred.checkpoints.CheckpointError`."""
     from tacred.checkpoints import resolve_checkpoint
     from tacred.inference.onnx_backend import is_export_folder
-    from tacred.inference.shipped import looks_like_name, shipped_folder
+    from tacred.inference.shipped import check_model_argument, looks_like_name, shipped_folder
 
+    check_model_argument(path)
     if is_export_folder(path):
         return ModelSource("export", Path(path))
     if not Path(path).exists() and looks_like_name(path):

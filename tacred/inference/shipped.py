@@ -49,6 +49,28 @@ def looks_like_name(value: str | Path) -> bool:
     return bool(text) and "/" not in text and "\\" not in text and Path(text).suffix == "" and text not in (".", "..")
 
 
+def check_model_argument(value: str | Path, root: Path = SHIPPED_DIR) -> None:
+    """The model arguments that would otherwise get a misleading answer, refused with what to give instead: an empty
+    one, a shipped model's name spelled as a folder (``kbp37/``), and a folder in the working directory that holds no
+    model but hides the shipped model of its name."""
+    from tacred.checkpoints import RUN_CHECKPOINTS
+
+    text = str(value)
+    if not text.strip():
+        raise UnknownModelError("the model is empty: give a checkpoint, a run folder, an exported folder or the name "
+                                "of a model shipped with tacred (`tacred models` lists them)")
+    bare = text.rstrip("/\\")
+    path = Path(text)
+    if bare != text and not path.exists() and looks_like_name(bare) and bare in shipped_names(root):
+        raise UnknownModelError(f"{text}: no such folder; the model shipped with tacred is named {bare} (without "
+                                f"the trailing {text[len(bare):]!r})")
+    if (looks_like_name(text) and text in shipped_names(root) and path.is_dir()
+            and not any((path / name).is_file() for name in RUN_CHECKPOINTS)
+            and not (path / "model.onnx").is_file()):
+        raise UnknownModelError(f"{text}: a folder of that name in the working directory, without a checkpoint, "
+                                f"hides the model shipped with tacred as {text}; run from another folder or rename it")
+
+
 def shipped_folder(name: str, root: Path = SHIPPED_DIR) -> Path:
     """The folder of the shipped model ``name``; an unknown name is an :class:`UnknownModelError` listing them."""
     names = shipped_names(root)

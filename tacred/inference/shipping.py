@@ -85,18 +85,30 @@ class Variant:
     probs: dict[str, np.ndarray]
 
 
+def check_build(name: str, ckpt_path: str | Path, data_dir: str | Path, recipe: Recipe | None = None) -> Path:
+    """What :func:`build_shipped` needs, checked before torch loads: a recipe for ``name``, the checkpoint file and
+    the converted splits; returns the checkpoint's path."""
+    from tacred.checkpoints import resolve_checkpoint
+
+    if recipe is None and name not in RECIPES:
+        raise ShipError(f"no recipe for a shipped model called {name!r} (known: {', '.join(RECIPES)})")
+    path = resolve_checkpoint(ckpt_path)
+    for split in SPLITS:
+        if not (Path(data_dir) / f"{split}.json").is_file():
+            raise ShipError(f"--data_dir {data_dir}: no {split}.json (the converted data the model was trained on)")
+    return path
+
+
 def build_shipped(name: str, ckpt_path: str | Path, data_dir: str | Path, out_root: str | Path = SHIPPED_DIR,
                   recipe: Recipe | None = None) -> Path:
     """Write ``out_root/name`` from a checkpoint of the word-vocabulary network and its converted data (dev and
     test of ``data_dir``); returns the folder. The folder is replaced whole, only once everything is written."""
 
-    from tacred.checkpoints import read_checkpoint, resolve_checkpoint
+    from tacred.checkpoints import read_checkpoint
     from tacred.evaluation.threshold import TunedThreshold, tune_threshold
 
-    recipe = recipe or RECIPES.get(name)
-    if recipe is None:
-        raise ShipError(f"no recipe for a shipped model called {name!r} (known: {', '.join(RECIPES)})")
-    path = resolve_checkpoint(ckpt_path)
+    path = check_build(name, ckpt_path, data_dir, recipe)
+    recipe = recipe or RECIPES[name]
     ckpt = read_checkpoint(path)
     vocab = dict(ckpt["tacred_vocab"])
     network = dict((ckpt.get("hyper_parameters") or {}).get("network") or {})

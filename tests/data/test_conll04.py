@@ -69,6 +69,9 @@ def bad(sentence: dict, **change: Any) -> dict:
     (bad(WORKS, entities=[{"type": "Peop", "start": 0, "end": 12}]),
      r"sentence 1: entity 0 has span start=0, end=12, which does not satisfy 0 <= start < end <= 9"),
     (bad(WORKS, entities=[{"type": "Peop", "start": 3, "end": 3}]), r"sentence 1: entity 0 has span start=3, end=3"),
+    (bad(WORKS, entities=[{"type": "Peop", "start": 1.0, "end": 3}]),
+     r"sentence 1: entity 0 has start=1.0, which is not an integer \(a token index\)"),
+    (bad(WORKS, entities=[{"type": "Peop", "start": 1, "end": True}]), r"sentence 1: entity 0 has end=True, which is not"),
     (bad(WORKS, entities=[{"type": "Person", "start": 0, "end": 2}]),
      r"sentence 1: entity 0 has type 'Person', expected one of Peop, Org, Loc, Other"),
     (bad(WORKS, relations=[{"type": "Work_For", "head": 0, "tail": 3}]),
@@ -148,6 +151,50 @@ def test_convert_command_refuses_a_bad_source_before_spacy(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert "conll04_test.json, sentence 1: relation 0: tail 5 is out of range" in err
     assert not (tmp_path / "out").exists()
+
+
+CROWDED = {"tokens": ["w"] * 400, "entities": [{"type": "Peop", "start": i, "end": i + 1} for i in range(400)],
+           "relations": []}
+
+
+@pytest.mark.parametrize(("split", "sentences", "extra", "problem"), [
+    ("train", [WORKS, CROWDED], [], "conll04_train.json, sentence 1: 400 entities (159,600 ordered pairs), more than "
+                                    "the limit of 100 entities a sentence (--max_entities)"),
+    ("dev", [KILL, WORKS], ["--max_entities", "2"], "conll04_train.json, sentence 0: 3 entities (6 ordered pairs)"),
+    ("dev", [], [], "conll04_dev.json: holds no sentence"),
+    ("test", [ALONE], [], "conll04_test.json: none of its 1 sentences has two entities, so the split would convert "
+                          "to no example"),
+    ("test", [WORKS], ["--max_pairs", "9"], "the release converts to 24 examples (ordered entity pairs), more than "
+                                           "the limit of 9 (--max_pairs)"),
+])
+def test_a_release_too_large_or_converting_to_nothing_is_refused_before_spacy(tmp_path: Path, capsys, split, sentences,
+                                                                              extra, problem) -> None:
+    import sys
+
+    src = small_release(tmp_path / "src")
+    write(src / SPLITS[split], sentences)
+    loaded = "spacy" in sys.modules
+    assert main(["conll04", str(src), str(tmp_path / "out"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tacred convert: error: ") and problem in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists() and (loaded or "spacy" not in sys.modules)
+
+
+def test_an_out_holding_a_converted_release_is_replaced_only_with_overwrite(tmp_path: Path, nlp, capsys) -> None:
+    src = small_release(tmp_path / "src")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "labels.json").write_text('["mine"]', encoding="utf-8")
+    assert main(["conll04", str(src), str(out)]) == 2
+    assert "holds a converted release (labels.json); give --overwrite" in capsys.readouterr().err
+    assert (out / "labels.json").read_text(encoding="utf-8") == '["mine"]'
+    assert main(["conll04", str(src), str(out), "--overwrite", "--spacy_model", "no_such_model_xyz"]) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["labels.json"]  # a failed run leaves OUT as it found it
+    assert main(["conll04", str(src), str(out), "--overwrite"]) == 0
+    assert json.loads((out / "labels.json").read_text(encoding="utf-8")) == list(CONLL04_LABELS)
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    assert main(["kbp37", str(src), str(tmp_path / "file")]) == 2
+    assert "file: not a folder" in capsys.readouterr().err
 
 
 def test_the_real_release_reads() -> None:

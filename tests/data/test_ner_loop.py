@@ -41,9 +41,11 @@ def config_folders(tmp_path: Path, encoder: str, names: list[str]) -> dict[str, 
     batches so that an epoch has many steps."""
     prepared = tmp_path / "prepared"
     kwargs = {"encoder": "transformer"} if encoder == "transformer" else {}
-    train_ner(bigger_release(tmp_path / "data", 10), prepared, seed=5, max_epochs=2, eval_frequency=4, **kwargs)
+    # prepared with its one or two batches an epoch (dev evaluated after the first step), then run with small ones
+    train_ner(bigger_release(tmp_path / "data", 10), prepared, seed=5, max_epochs=2, eval_frequency=1, **kwargs)
     config = re.sub(r"(?m)^size = \d+$", f"size = {SMALL_BATCHES[encoder]}",
                     (prepared / "config.cfg").read_text(encoding="utf-8"))
+    config = re.sub(r"(?m)^eval_frequency = \d+$", "eval_frequency = 4", config)
     folders = {}
     for name in names:
         folder = tmp_path / name
@@ -157,7 +159,7 @@ def test_a_checkpoint_written_for_another_config_is_refused_naming_it(tmp_path: 
     (out / ner_loop.CHECKPOINT).mkdir(parents=True)
     with open(out / ner_loop.CHECKPOINT / ner_loop.STATE, "wb") as handle:
         pickle.dump({"fingerprint": "another config's"}, handle)
-    assert ner_main(["train", "--data", str(data), "--out", str(out)]) == 2
+    assert ner_main(["train", "--data", str(data), "--out", str(out), "--eval_frequency", "10"]) == 2
     err = capsys.readouterr().err
     assert f"{out / ner_loop.CHECKPOINT}: written for another config or corpus" in err
     assert "delete it to start over" in err
@@ -168,7 +170,7 @@ def test_an_unreadable_checkpoint_is_refused_naming_its_file(tmp_path: Path, cap
     data, out = release(tmp_path / "data"), tmp_path / "ner"
     (out / ner_loop.CHECKPOINT).mkdir(parents=True)
     (out / ner_loop.CHECKPOINT / ner_loop.STATE).write_bytes(b"cut off")
-    assert ner_main(["train", "--data", str(data), "--out", str(out)]) == 2
+    assert ner_main(["train", "--data", str(data), "--out", str(out), "--eval_frequency", "10"]) == 2
     assert f"{out / ner_loop.CHECKPOINT / ner_loop.STATE}: cannot be read" in capsys.readouterr().err
 
 

@@ -138,7 +138,7 @@ def test_trained_ner_is_picked_up_by_extract_and_scored(tmp_path: Path, checkpoi
 @pytest.mark.slow
 def test_training_is_deterministic_for_a_seed(tmp_path: Path, nlp) -> None:
     data = release(tmp_path / "data")
-    runs = [train_ner(data, tmp_path / f"ner{k}", seed=5, max_epochs=3, eval_frequency=4) for k in range(2)]
+    runs = [train_ner(data, tmp_path / f"ner{k}", seed=5, max_epochs=3, eval_frequency=2) for k in range(2)]
     assert runs[0]["dev_scores"] == runs[1]["dev_scores"]
     weights = [(tmp_path / f"ner{k}" / "model-last" / "ner" / "model").read_bytes() for k in range(2)]
     assert weights[0] == weights[1]
@@ -268,3 +268,45 @@ def test_with_dev_trains_on_both_splits_for_the_budget_and_keeps_the_last_model(
     assert (best / "ner" / "model").read_bytes() == (last / "ner" / "model").read_bytes()
     assert (best / TYPES_FILE).is_file()
     assert model_folder(out) == best
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--learn_rate", "50", "--bf16"], "--learn_rate, --bf16: options of --encoder transformer, not of --encoder cnn"),
+    (["--shape_width", "64"], "--shape_width: an option of --encoder transformer, not of --encoder cnn"),
+    (["--pretrained", "mpnet"], "--pretrained: an option of --encoder transformer"),
+    (["--encoder", "transformer", "--base_model", "en_core_web_sm"],
+     "--base_model: an option of --encoder cnn, not of --encoder transformer"),
+    (["--max_epochs", "2", "--eval_frequency", "100000"],
+     "--eval_frequency 100000: 2 epoch(s) over the 12 training sentences may take as few as 2 steps, so dev would be "
+     "evaluated after the first step only"),
+    (["--encoder", "transformer", "--max_epochs", "3", "--eval_frequency", "3"], "may take as few as 3 steps"),
+    (["--eval_frequency", "0"], "--eval_frequency 0: must be at least 1"),
+])
+def test_options_that_would_be_ignored_or_never_evaluate_are_refused_before_anything_is_written(
+        tmp_path: Path, flags, message, capsys) -> None:
+    import sys
+
+    loaded = "spacy" in sys.modules
+    assert ner_main(["train", "--data", str(release(tmp_path / "data")), "--out", str(tmp_path / "ner"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tacred ner train: error: ") and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "ner").exists() and (loaded or "spacy" not in sys.modules)
+
+
+def test_a_finished_ner_is_replaced_only_with_overwrite_and_a_failed_run_leaves_out_as_it_found_it(
+        tmp_path: Path, capsys) -> None:
+    data, out = release(tmp_path / "data"), tmp_path / "ner"
+    (out / "model-best").mkdir(parents=True)
+    (out / "training.json").write_text('{"seed": 1}', encoding="utf-8")
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    assert ner_main(["train", "--data", str(data), "--out", str(out), "--seed", "2"]) == 2
+    assert "holds a trained NER (training.json, model-best); give --overwrite" in capsys.readouterr().err
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    fresh = tmp_path / "fresh"
+    assert ner_main(["train", "--data", str(data), "--out", str(fresh), "--base_model", "no_such_model_xyz",
+                     "--eval_frequency", "10"]) == 2
+    assert "no_such_model_xyz" in capsys.readouterr().err and not fresh.exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert ner_main(["train", "--data", str(data), "--out", str(tmp_path / "mine")]) == 2
+    assert "not empty and not a folder of tacred ner train" in capsys.readouterr().err

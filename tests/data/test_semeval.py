@@ -132,10 +132,14 @@ def test_convert_command_on_a_small_release(tmp_path: Path, nlp, capsys) -> None
     info = json.loads((out / "conversion.json").read_text())
     assert info["seed"] == 3 and info["sizes"] == sizes and info["spacy_model"].startswith("en_")
     assert (out / "README").is_file()
-    assert main(["semeval2010", str(tmp_path / "nowhere"), str(out)]) == 2
+    assert main(["semeval2010", str(src), str(out), "--dev_size", "1"]) == 2
+    assert "holds a converted release" in capsys.readouterr().err
+    assert main(["semeval2010", str(tmp_path / "nowhere"), str(out), "--overwrite"]) == 2
     assert "TRAIN_FILE.TXT" in capsys.readouterr().err
-    assert main(["semeval2010", str(src), str(out), "--dev_size", "1", "--spacy_model", "no_such_model_xyz"]) == 2
+    assert main(["semeval2010", str(src), str(out), "--dev_size", "1", "--spacy_model", "no_such_model_xyz",
+                 "--overwrite"]) == 2
     assert "no_such_model_xyz" in capsys.readouterr().err
+    assert json.loads((out / "conversion.json").read_text()) == info  # failed runs left the release as it was
 
 
 @pytest.mark.slow  # `python -m tacred` in a subprocess

@@ -175,3 +175,46 @@ def test_stock_spacy_entities_through_the_command(gold_file: Path, nlp, capsys) 
     assert main([str(gold_file), "--spacy_ner", name, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["entities"]["micro"]["gold"] == 6 and result["ner_source"].startswith("spaCy ")
+
+
+ENTITY = {"start": 0, "end": 4, "type": "PERSON"}
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ({"doc_id": "conll04_test-1", "entities": [{**ENTITY, "start": 5000, "end": 6000}]},
+     "line 1, entity 0: offsets [5000, 6000) are not a span of the text of conll04_test-1 (28 characters"),
+    ({"doc_id": "conll04_test-1", "entities": [{**ENTITY, "start": -2}]}, "offsets [-2, 4) are not a span"),
+    ({"doc_id": "conll04_test-1", "entities": [{**ENTITY, "start": 4, "end": 0}]}, "offsets [4, 0) are not a span"),
+    ({"doc_id": "conll04_test-1", "entities": [{**ENTITY, "start": 0.5}]}, "'start' 0.5 is not an integer"),
+    ({"doc_id": "conll04_test-1", "entities": [{**ENTITY, "end": True}]}, "'end' True is not an integer"),
+    ({"doc_id": "conll04_test-1", "entities": [{**ENTITY, "type": 3}]}, "entity 0: expected"),
+    ({"doc_id": "conll04_test-1", "entities": ENTITY}, "line 1: expected"),
+    ({"doc_id": "elsewhere-1", "entities": []}, "doc_id 'elsewhere-1' is not a gold sentence"),
+    ([1, 2], "line 1: expected"),
+])
+def test_an_entity_file_is_checked_as_predictions_are(gold_file: Path, tmp_path: Path, line, problem) -> None:
+    from tacred.evaluation.end_to_end import entity_file
+
+    path = tmp_path / "entities.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    gold = gold_documents(read_conll04(gold_file), "conll04_test")
+    with pytest.raises(ExtractionScoreError) as err:
+        entity_file(path, gold)
+    assert str(err.value).startswith(f"{path}, line 1") and problem in str(err.value)
+
+
+def test_a_bad_entity_file_is_one_line_naming_it_and_spacy_ner_beside_it_is_refused(gold_file: Path, tmp_path: Path,
+                                                                                    capsys) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"doc_id": "conll04_test-1", "entities": []}\n{"doc_id": \n', encoding="utf-8")
+    assert main([str(gold_file), "--entities", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tacred score-extraction: error: {broken}, line 2: invalid JSON") and "internal" not in err
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"doc_id": "conll04_test-1", "entities": []}\n' * 2, encoding="utf-8")
+    assert main([str(gold_file), "--entities", str(twice)]) == 2
+    assert "line 2: doc_id 'conll04_test-1' repeats line 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main([str(gold_file), "--entities", str(broken), "--spacy_ner", "en_core_web_sm"])
+    assert exit_.value.code == 2
+    assert "--spacy_ner: not allowed with argument --entities" in capsys.readouterr().err

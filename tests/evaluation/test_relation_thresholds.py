@@ -121,7 +121,7 @@ def test_the_command_tunes_per_relation_and_test_extract_and_load_model_use_it(c
     off = {label for label, t in saved["relation_thresholds"].items() if t is None}
     assert not off & {r["relation"] for r in rows}  # a relation switched off is never predicted
     assert main(["tune", "--ckpt_path", str(checkpoint), "--min_precision", "1.5", "--output", str(out)]) == 2
-    assert "min_precision must lie in (0, 1], got 1.5" in capsys.readouterr().err
+    assert "--min_precision 1.5: a precision, above 0 and at most 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # one goal at a time
         main(["tune", "--ckpt_path", str(checkpoint), "--min_precision", "0.8", "--target_precision", "0.8"])
     model = load_model(checkpoint, device="cpu", threshold=str(out))

@@ -148,7 +148,23 @@ def test_tune_command_errors_are_one_line(checkpoint, tmp_path, capsys):
     assert main(["apply", "--ckpt_path", str(checkpoint), "--threshold", str(tmp_path / "x.json")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["tune", "--ckpt_path", str(checkpoint), "--target_precision", "1.5"]) == 2
-    assert "target precision must lie in (0, 1]" in capsys.readouterr().err
+    assert "--target_precision 1.5: a precision, above 0 and at most 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--min_precision", "--target_precision"])
+@pytest.mark.parametrize("value", ["1.5", "0", "-0.2"])
+def test_a_precision_out_of_range_is_refused_before_the_checkpoint_loads(tmp_path, capsys, flag, value):
+    """Checked first, so a missing checkpoint does not hide it and a real one is not loaded and evaluated for it."""
+    import sys
+
+    from tacred.commands.threshold import main
+
+    loaded = "torch" in sys.modules
+    assert main(["tune", "--ckpt_path", str(tmp_path / "nope.ckpt"), flag, value]) == 2
+    assert f"{flag} {float(value):g}: a precision, above 0 and at most 1" in capsys.readouterr().err
+    assert main(["apply", "--ckpt_path", str(tmp_path / "nope.ckpt"), "--file", str(tmp_path / "x.json")]) == 2
+    assert "checkpoint not found" in capsys.readouterr().err
+    assert loaded or "torch" not in sys.modules
 
 
 def run_test(checkpoint: Path, out: Path, *extra: str) -> list[dict]:

@@ -32,7 +32,8 @@ SPEC = {
     "marker": "tiny",
     "measure": "strict micro-F1 on the tiny test sentences",
     "end_to_end": {"results": "five_seeds", "runs_dir": "RUNS", "gold": "GOLD/conll04_test.json",
-                   "train_data": "GOLD", "documents": "DOCS/conll04_test.jsonl", "data_dir": "DATA", "ner_epochs": 5},
+                   "train_data": "GOLD", "documents": "DOCS/conll04_test.jsonl", "data_dir": "DATA", "ner_epochs": 5,
+                   "out": "."},
     "models": [{"key": "paper", "name": "the paper's network", "inputs": "glove", "variant": "paper", "seeds": 3,
                 "target": {"micro_f1": 50.0}}],
     "published": [{"name": "SpERT", "inputs": "BERT-base", "ner_f1": 88.94, "relation_f1": 71.47,
@@ -140,6 +141,19 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: s.update(ners=[{"key": "a/b", "name": "MPNet"}]), "ners[0]: 'key' 'a/b' must be letters"),
     (lambda s: s.update(ners=[{"key": "a", "name": "A"}, {"key": "a", "name": "B"}]),
      "ners[1]: the key 'a' is used twice"),
+    (lambda s: s["end_to_end"].update(ner_epochs="abc"), "end_to_end: 'ner_epochs' must be a whole number of epochs, "
+                                                         "at least 1, got 'abc'"),
+    (lambda s: s["end_to_end"].update(ner_epochs=-5), "'ner_epochs' must be a whole number of epochs, at least 1"),
+    (lambda s: s.update(models=5), "end_to_end.yaml: 'models' must be a list of mappings, got 5"),
+    (lambda s: s["models"][0].update(target="high"), "models[0]: 'target' takes micro_f1, ner_f1"),
+    (lambda s: s["models"][0].update(target={"micro_f1": "high"}),
+     "models[0]: 'target' micro_f1 must be a number (percent), got 'high'"),
+    (lambda s: s["published"][0].update(average="median"), "published[0]: 'average' must be micro or macro"),
+    (lambda s: s["models"][0].update(variant="../"), "models[0]: 'variant' '../' must be the name of one folder"),
+    (lambda s: (s["models"][0].pop("variant"), s["models"][0].update(variants=["paper", "a/b"])),
+     "models[0]: 'variants' 'a/b' must be the name of one folder"),
+    (lambda s: s["models"].append(dict(s["models"][0], name="again")),
+     "models[1]: the key 'paper' is used twice"),
 ])
 def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path: Path, change, message, capsys) -> None:
     spec = json.loads(json.dumps(SPEC))
@@ -150,6 +164,53 @@ def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path: Path, ch
     assert message in str(err.value)
     assert e2e_main([str(path)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_table_goes_where_the_spec_or_out_says_and_nowhere_when_nothing_was_measured(tmp_path: Path,
+                                                                                          capsys) -> None:
+    spec = json.loads(json.dumps(SPEC))
+    spec["end_to_end"].pop("out")
+    scratch = write_spec(tmp_path, spec)
+    for run in (lambda: e2e_main([str(scratch), "--table_only"]), lambda: compare_main([str(scratch)])):
+        assert run() == 2
+        assert "no 'out' in its end_to_end section says where end_to_end.md" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["end_to_end.yaml"]  # nothing beside the spec
+    assert e2e_main([str(scratch), "--out", str(tmp_path / "tables")]) == 2  # every path missing: nothing measured
+    err = capsys.readouterr().err
+    assert "nothing measured (no row has a record under" in err and "no table written" in err
+    assert not (tmp_path / "tables").exists()
+    store(tmp_path, 1, (60.0, 40.0, 48.0), 50.0, 80.0)
+    assert e2e_main([str(scratch), "--out", str(tmp_path / "tables")]) == 0
+    assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == ["end_to_end.md", "end_to_end_summary.json"]
+    assert not (tmp_path / "end_to_end.md").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--num_threads", "0"], "--num_threads 0: must be at least 1"),
+    (["--seeds", "-1"], "--seeds -1: seeds are positive numbers"),
+    (["--seeds", "9"], "--seeds 9: not a seed of any model in"),
+    (["--timeout", "-3"], "--timeout -3: must be 0 seconds or more"),
+])
+def test_bad_options_are_refused_before_any_work(tmp_path: Path, argv, message, capsys) -> None:
+    path = write_spec(tmp_path)
+    assert e2e_main([str(path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["end_to_end.yaml"]
+
+
+def test_missing_inputs_are_named_before_the_first_ner_trains(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the spec's paths but `results` are relative to the working directory
+    path = write_spec(tmp_path)
+    result = tmp_path / "five_seeds" / "paper" / "seed_1" / "result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"f1": 0.5, "checkpoint": "last"}), encoding="utf-8")
+    ckpt = tmp_path / "RUNS" / "paper" / "seed_1" / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"x")
+    assert e2e_main([str(path), "--seeds", "1"]) == 2
+    assert "end_to_end: 'gold' GOLD/conll04_test.json: no such file or folder" in capsys.readouterr().err
+    assert not (tmp_path / "RUNS" / "paper" / "seed_1" / "ner").exists()
 
 
 def test_a_seed_not_trained_is_left_for_later_and_a_finished_one_is_not_redone(tmp_path: Path, capsys) -> None:
@@ -289,9 +350,9 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
     spec = json.loads(json.dumps(SPEC))
     spec["end_to_end"].update(runs_dir=str(runs), gold=str(gold / "conll04_test.json"), train_data=str(gold),
                               documents=str(data / "documents" / "conll04_test.jsonl"), data_dir=str(data),
-                              ner_epochs=3)
+                              ner_epochs=51)  # one step an epoch: 51 steps, so dev is evaluated at step 50 too
     # a second row: the same relation runs with a NER of the spec's own (here a shorter training), shared by seed
-    spec["ners"] = [{"key": "short", "name": "two epochs", "args": ["--max_epochs", "2"]}]
+    spec["ners"] = [{"key": "short", "name": "two epochs", "args": ["--max_epochs", "2", "--eval_frequency", "1"]}]
     spec["models"].append({**spec["models"][0], "key": "paper_short", "name": "with the short NER", "ner": "short"})
     spec_path = write_spec(tmp_path / "results", spec)
     assert ablate_main(["--config", str(REPO / "configs" / "conll04.yaml"),

@@ -112,3 +112,14 @@ def test_a_missing_source_or_unknown_format_is_an_error_naming_it(tmp_path):
         list(read_documents([tmp_path / "nowhere.txt"]))
     with pytest.raises(InputFormatError, match="unknown input format 'csv'"):
         list(read_documents([tmp_path], fmt="csv"))
+
+
+def test_a_document_whose_id_repeats_an_earlier_ones_is_skipped_and_reported(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                            for i, t in (("d1", "First."), ("d2", "Second."), ("d1", "Third."))), encoding="utf-8")
+    found = as_pairs(read_documents([path]))
+    assert found[:2] == [("d1", "First."), ("d2", "Second.")]
+    assert found[2][0] == "d1" and "repeats an earlier document's" in found[2][1]
+    twice = as_pairs(read_documents([tmp_path / "docs.jsonl", tmp_path / "docs.jsonl"], fmt="jsonl"))
+    assert [text for _, text in twice].count("First.") == 1 and len(twice) == 6

@@ -188,3 +188,15 @@ def test_extraction_keeps_freed_memory_for_the_next_batch_where_malloc_is_glibc(
 
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert keep_freed_memory() is expected
+
+
+def test_a_run_that_fails_after_the_manifest_leaves_no_output_folder_and_the_corrected_one_runs(checkpoint, tmp_path,
+                                                                                              nlp):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(corpus_lines(checkpoint, 2)) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    ran = run_in_process("extract", str(docs), "--lines", "--ckpt_path", str(checkpoint), "--output", str(out),
+                         "--spacy_model", "no_such_spacy_model", check=False)  # fails once the model has loaded
+    assert ran.status == 2 and not out.exists()
+    run_in_process("extract", str(docs), "--lines", "--ckpt_path", str(checkpoint), "--output", str(out))
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["documents"] == 2

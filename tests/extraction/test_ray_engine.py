@@ -397,7 +397,14 @@ def test_the_ray_engine_refuses_an_address_alone_no_cluster_standard_input_and_n
     expected = (f"no Ray cluster answers at 127.0.0.1:{port} (Connection refused)" if _importable("ray.data")
                 else "Ray is not installed")
     assert ran.status == 2 and expected in ran.stderr.strip().splitlines()[-1], ran.stderr
-    # the folder records its engine (the engines name their shards differently): the local engine refuses it
+    assert not (tmp_path / "out").exists()  # a failed run leaves no manifest that would lock the folder
+    # a folder records its engine (the engines name their shards differently): the local engine refuses a Ray one
+    from tacred.commands.extract import build_parser, manifest
+    from tacred.extraction.output import ShardSink
+
+    args = build_parser().parse_args([str(corpus), "--ckpt_path", str(checkpoint), "--engine", "ray", "--output",
+                                      str(tmp_path / "out")])
+    ShardSink(tmp_path / "out", "jsonl", manifest(args))
     assert json.loads((tmp_path / "out" / "extract.json").read_text())["engine"] == "ray"
     ran = run_in_process("extract", str(corpus), "--ckpt_path", str(checkpoint), "--output", str(tmp_path / "out"),
                          check=False)

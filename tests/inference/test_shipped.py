@@ -139,6 +139,34 @@ def test_an_unknown_name_is_an_error_listing_the_shipped_models(tmp_path: Path) 
     assert ran.status == 2 and "shipped: kbp37" in ran.stderr
 
 
+def test_model_arguments_that_misled_are_answered_with_what_to_give(tmp_path: Path, monkeypatch) -> None:
+    with pytest.raises(UnknownModelError, match="the model is empty"):
+        resolve_model("")
+    with pytest.raises(UnknownModelError, match=r"kbp37/: no such folder; the model shipped with tacred is named kbp37"):
+        resolve_model("kbp37/")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kbp37").mkdir()
+    with pytest.raises(UnknownModelError, match="a folder of that name in the working directory, without a checkpoint, "
+                                                "hides the model shipped"):
+        resolve_model("kbp37")
+    (tmp_path / "kbp37" / "last.ckpt").write_bytes(b"x")  # a run folder of that name is the user's model
+    assert resolve_model("kbp37").kind == "checkpoint"
+
+
+def test_a_mistyped_model_or_ner_leaves_the_output_folder_as_it_found_it(tmp_path: Path) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "d1", "text": "Tim Cook leads Apple ."}) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    for wrong in (["--model", "kbp73"], ["--model", "kbp37", "--ner", str(tmp_path / "no_ner")]):
+        ran = run_in_process("extract", str(docs), *wrong, "--output", str(out), check=False)
+        assert ran.status == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+        assert not out.exists()  # no manifest that would refuse the corrected command
+    out.mkdir()
+    (out / "mine.txt").write_text("kept", encoding="utf-8")
+    ran = run_in_process("extract", str(docs), "--model", "kbp73", "--output", str(out), check=False)
+    assert ran.status == 2 and sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+
+
 def test_serve_takes_the_name_and_its_threshold() -> None:
     from tacred.commands.serve import _check, build_parser
 
