@@ -50,9 +50,21 @@ def check_trainer_and_threads(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"--checkpoint_minutes {minutes!r}: {problem} (or null: at epoch ends only)")
 
 
+def _encoder(value: Any, options: Any) -> str | None:
+    """A packaged encoder's short name or a local Hugging Face model folder (nothing is fetched from a hub)."""
+    from tacred.data.pretrained_packages import PACKAGED_MODELS, SPLIT_MODELS
+
+    if not isinstance(value, str) or not value:
+        return "must name an encoder"
+    if value in PACKAGED_MODELS or value in SPLIT_MODELS or (Path(value) / "config.json").is_file():
+        return None
+    return (f"neither a packaged encoder ({', '.join([*PACKAGED_MODELS, *SPLIT_MODELS])}) nor a folder holding a "
+            "Hugging Face model (config.json)")
+
+
 # the joint model's and its data module's options (tacred.training.joint_module / joint_datamodule) and their rules
 JOINT_OPTIONS: dict[str, dict[str, Rule]] = {
-    "model": {"pretrained": lambda v, o: None if isinstance(v, str) and v else "must name an encoder",
+    "model": {"pretrained": _encoder,
               "lr": above(0), "head_lr": lambda v, o: None if v is None else above(0)(v, o), "weight_decay": at_least(0),
               "warmup_ratio": lambda v, o: None if isinstance(v, int | float) and 0 <= v <= 1 else "must lie in [0, 1]",
               "width_dim": at_least(1), "type_dim": at_least(1), "hidden": at_least(1),
@@ -78,10 +90,19 @@ def is_joint(config: Mapping[str, Any]) -> bool:
     return isinstance(model, Mapping) and str(model.get("class_path") or "").rsplit(".", 1)[-1] == "JointExtractor"
 
 
+def _joint_section(section: Any) -> dict[str, Any]:
+    """A class_path section's options: its ``init_args``, with the options given beside them (``--model.lr`` on the
+    command line lands there) over them."""
+    if not isinstance(section, Mapping):
+        return {}
+    given = {k: v for k, v in section.items() if k not in ("class_path", "init_args")}
+    return {**dict(_init_args(section)), **given}
+
+
 def check_joint_options(config: Mapping[str, Any]) -> None:
     """The joint model's and its data module's options against :data:`JOINT_OPTIONS` (unknown names too)."""
     for group, rules in JOINT_OPTIONS.items():
-        for name, value in _init_args(config.get(group)).items():
+        for name, value in _joint_section(config.get(group)).items():
             if name not in rules:
                 raise ConfigError(f"--{group}.{name}: not an option of the joint model's {group} (its options: "
                                   f"{', '.join(rules)})")
@@ -95,7 +116,7 @@ def check_joint_files(command: str, config: Mapping[str, Any]) -> None:
     alone; dev and test against the training data's types (or the types file)."""
     from tacred.data.spert_layout import check_known, read_sentences, read_types, types_of
 
-    data = _init_args(config.get("data"))
+    data = _joint_section(config.get("data"))
     base = data.get("data_dir")
 
     def path(name: Any) -> Path:
