@@ -119,7 +119,7 @@ class JointDataModule(L.LightningDataModule):
             return int(self.saved["max_width"])
         if self.width_given is not None:
             return self.width_given
-        return max(e.end - e.start for s in self.sentences("train") for e in s.entities)
+        return max((e.end - e.start for s in self.sentences("train") for e in s.entities), default=1)
 
     @cached_property
     def pieces(self) -> dict[str, Any]:
