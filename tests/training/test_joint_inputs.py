@@ -21,7 +21,8 @@ def fit(corpus: Path, run: Path, *extra: str):
     (broken / "config.json").write_text("{}")
     return run_in_process("fit", "--config", CONFIG, "--model.pretrained", str(broken),
                           "--data.data_dir", str(corpus), "--data.train_file", "train.json", "--data.dev_file",
-                          "dev.json", "--data.test_file", "test.json", "--run_dir", str(run), *extra, check=False)
+                          "dev.json", "--data.test_file", "test.json", "--data.types_file", str(corpus / "types.json"),
+                          "--run_dir", str(run), *extra, check=False)
 
 
 def spoil(path: Path, index: int, change: dict) -> None:
