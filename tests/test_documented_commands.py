@@ -66,11 +66,11 @@ SKIPPED = {
     ".venv/bin/python benchmarks/run_all.py --quick": "tests/test_benchmarks.py runs it",
     ".venv/bin/python benchmarks/training.py --profile": "a bf16 profile of training (minutes)",
     '.venv/bin/python -c "': SEMEVAL_DATA,
-    "tacred convert semeval2010": "the SemEval-2010 release lies outside the clone; tests/data/test_semeval.py "
+    "tacred convert semeval2010": "the SemEval-2010 release lies outside the clone; tests/datasets/test_semeval.py "
                                   "converts it where ../shared/data holds it",
-    "tacred convert kbp37": "the KBP37 release lies outside the clone; tests/data/test_kbp37.py reads it where "
+    "tacred convert kbp37": "the KBP37 release lies outside the clone; tests/datasets/test_kbp37.py reads it where "
                             "../shared/data holds it",
-    "tacred convert conll04": "the CoNLL04 release lies outside the clone; tests/data/test_conll04.py converts it "
+    "tacred convert conll04": "the CoNLL04 release lies outside the clone; tests/datasets/test_conll04.py converts it "
                               "where ../shared/data holds it",
     "tacred fit --config configs/conll04.yaml": "needs CoNLL04 converted from ../shared/data and minutes to hours of "
                                                 "training",
@@ -204,7 +204,7 @@ def train_demo_model(root: Path) -> None:
     stores data/demo as written."""
     import torch
 
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
     from tacred.training import fit
 
     here, threads = Path.cwd(), torch.get_num_threads()

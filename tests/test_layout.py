@@ -14,12 +14,14 @@ PACKAGE = REPO / "tacred"
 # Lower numbers are lower layers; a module may import its own layer and the ones below it.
 LAYERS = {
     "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0, "option_rules": 0,  # basics
-    "data": 1,
-    "models": 2,
-    "evaluation": 3,
-    "training": 4, "inference": 4,
-    "serving": 5, "experiments": 5, "analysis": 5, "extraction": 5,
-    "commands": 6, "cli": 6, "__main__": 6,
+    "text": 1,
+    "datasets": 2,
+    "data": 3,
+    "models": 4,
+    "evaluation": 5,
+    "training": 6, "inference": 6,
+    "serving": 7, "experiments": 7, "analysis": 7, "extraction": 7,
+    "commands": 8, "cli": 8, "__main__": 8,
 }
 
 # Imports against the direction, each made inside a function or for type hints only (never at import time), with the

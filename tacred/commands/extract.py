@@ -150,7 +150,6 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
 def _extract(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from tacred.data.spacy_pipeline import SpacyModelError
     from tacred.errors import TacredError, one_line
     from tacred.extraction.documents import InputFormatError, read_documents
     from tacred.extraction.output import OutputFolderError, ShardSink, StdoutSink
@@ -159,6 +158,7 @@ def _extract(args: argparse.Namespace) -> int:
     from tacred.extraction.ray_engine import RayEngineError, RayPipelineError
     from tacred.extraction.runner import run_extraction
     from tacred.io import left_as_found
+    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     settings = ExtractorSettings(

@@ -104,10 +104,10 @@ def check_options(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.data.conll04 import CoNLL04Error
     from tacred.data.ner_training import NerTrainingError, check_output, resumable, train_ner
-    from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.datasets.conll04 import CoNLL04Error
     from tacred.io import left_as_found
+    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     try:

@@ -8,7 +8,7 @@ together for a fixed budget (``--with_dev``). Two encoders (``--encoder``):
 ``cnn`` starts from the packaged pipeline's NER (its own CNN ``tok2vec`` and transition model) given the dataset's
 types as labels; ``transformer`` fine-tunes a Hugging Face encoder (the packaged all-MiniLM-L6-v2, ``mpnet`` or
 any local model folder) under a new transition-based NER, its pieces' vectors averaged per spaCy token
-(:mod:`tacred.data.ner_encoder`; weights and tokenizer read from the folder, so nothing is fetched). The saved
+(:mod:`tacred.text.ner_encoder`; weights and tokenizer read from the folder, so nothing is fetched). The saved
 folder (``<out>/model-best``) holds :data:`TYPES_FILE`: the map from the dataset's types to the entity types the
 relation model was trained with, which ``tacred extract`` applies (:func:`tacred.extraction.relations.text_pipeline`).
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.data import ner_loop
-from tacred.data.conll04 import SPLITS, TACRED_TYPES, CoNLL04Error, Sentence, read_conll04
+from tacred.datasets.conll04 import SPLITS, TACRED_TYPES, CoNLL04Error, Sentence, read_conll04
 from tacred.errors import TacredError
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def base_pipeline(base_model: str, labels: Sequence[str]) -> Language:
     """A blank English pipeline holding ``base_model``'s NER (its own tok2vec), with ``labels`` added."""
     import spacy
 
-    from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.text.spacy_pipeline import SpacyModelError
 
     try:
         source = spacy.load(base_model, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "senter"])
@@ -181,7 +181,7 @@ def training_config(base: Path, train: Path, dev: Path, seed: int, max_epochs: i
 
 def pretrained_encoder(name: str) -> Path:
     """The folder of ``name`` (``minilm``, ``mpnet`` or a folder), checked for what the NER's encoder loads
-    (:func:`tacred.data.ner_encoder.check_folder`); transformers must be importable (the ``ner`` extra)."""
+    (:func:`tacred.text.ner_encoder.check_folder`); transformers must be importable (the ``ner`` extra)."""
     from tacred.data.pretrained_packages import PretrainedModelError, resolve_pretrained
 
     try:
@@ -189,7 +189,7 @@ def pretrained_encoder(name: str) -> Path:
     except ImportError:
         raise NerTrainingError("--encoder transformer needs transformers: pip install -e '.[ner]' in a clone of "
                                "tacred") from None
-    from tacred.data.ner_encoder import NerEncoderError, check_folder
+    from tacred.text.ner_encoder import NerEncoderError, check_folder
 
     try:
         return check_folder(resolve_pretrained(name)).resolve()
@@ -201,12 +201,12 @@ def transformer_config(folder: Path, train: Path, dev: Path, seed: int, max_epoc
                        eval_frequency: int, learn_rate: float = TRANSFORMER_RATE, bf16: bool = False,
                        head_rate: float | None = None, shape_width: int = 0) -> str:
     """The spaCy training config of a NER whose token vectors come from the Hugging Face model in ``folder``,
-    fine-tuned (:data:`tacred.data.ner_encoder.ARCHITECTURE`, ``bf16`` autocast or not): batches of
+    fine-tuned (:data:`tacred.text.ner_encoder.ARCHITECTURE`, ``bf16`` autocast or not): batches of
     :data:`TRANSFORMER_BATCH` sentences, a linear warm-up over the first 10% of the steps then linear decay, the best
     model kept on dev F1. ``learn_rate`` is the encoder's peak rate and ``head_rate`` that of the NER's own layers
     and the ``shape_width`` shape columns (None: ``learn_rate``); the options left at their defaults are not
     written, so a config reads as it did before they existed."""
-    from tacred.data.ner_encoder import ARCHITECTURE
+    from tacred.text.ner_encoder import ARCHITECTURE
 
     steps = max_epochs * math.ceil(train_sentences / TRANSFORMER_BATCH)
     head_rate = learn_rate if head_rate is None else head_rate
@@ -323,7 +323,7 @@ def train_ner(data_dir: str | Path, out_dir: str | Path, *, seed: int = 1, max_e
             f"model-best would be that step's model; give at most {steps - 1:,} (or more --max_epochs)")
     import spacy
 
-    from tacred.data.ner_encoder import register
+    from tacred.text.ner_encoder import register
 
     (out_dir / DONE_FILE).unlink(missing_ok=True)  # --overwrite: no longer a finished NER until this one is
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -411,7 +411,7 @@ def with_trained_ner(nlp: Language, folder: str | Path) -> Language:
     relation model's entity types (:data:`TYPES_FILE`) on every doc."""
     import spacy
 
-    from tacred.data.ner_encoder import register
+    from tacred.text.ner_encoder import register
 
     folder = model_folder(folder)
     register()  # a NER over a transformer names its architecture in its config

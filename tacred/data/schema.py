@@ -1,6 +1,6 @@
 """The TAC KBP slot schema as data: for each of TACRED's 41 relations (KBP37's 18 among them) and Re-TACRED's four new
 names, the type of its subject and the types its object (the slot filler) may take, in TACRED's Stanford NER types,
-and the names those types get where the types come from spaCy (:mod:`tacred.data.spacy_pipeline`: KBP37's data,
+and the names those types get where the types come from spaCy (:mod:`tacred.text.spacy_pipeline`: KBP37's data,
 plain-text extraction).
 
 Sources: the TAC KBP Slot Descriptions and the Slot Filling annotation guidelines (LDC, TAC KBP 2009-2014), which

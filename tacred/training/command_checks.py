@@ -114,7 +114,7 @@ def check_joint_options(config: Mapping[str, Any]) -> None:
 def check_joint_files(command: str, config: Mapping[str, Any]) -> None:
     """Every sentence of the files a joint model's command reads, in SpERT's layout, checked with the json module
     alone; dev and test against the training data's types (or the types file)."""
-    from tacred.data.spert_layout import check_known, read_sentences, read_types, types_of
+    from tacred.datasets.spert_layout import check_known, read_sentences, read_types, types_of
 
     data = _joint_section(config.get("data"))
     base = data.get("data_dir")

@@ -17,11 +17,11 @@ import pytest
 
 from tacred.commands.ner import main as ner_main
 from tacred.data import ner_loop
-from tacred.data.conll04 import SPLITS
 from tacred.data.ner_training import train_ner
+from tacred.datasets.conll04 import SPLITS
 from tests.conftest import REPO
-from tests.data.test_conll04 import KILL, WORKS, write
 from tests.data.test_ner_training import MORE, release
+from tests.datasets.test_conll04 import KILL, WORKS, write
 
 SMALL_BATCHES = {"cnn": 20, "transformer": 3}  # words (cnn) or sentences a batch: many steps from a few sentences
 

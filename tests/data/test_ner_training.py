@@ -13,7 +13,6 @@ import pytest
 
 from tacred.commands.ner import main as ner_main
 from tacred.commands.score_extraction import main as score_main
-from tacred.data.conll04 import SPLITS, read_conll04
 from tacred.data.ner_training import (
     TRANSFORMER_BATCH,
     TYPES_FILE,
@@ -25,7 +24,8 @@ from tacred.data.ner_training import (
     train_ner,
     transformer_config,
 )
-from tests.data.test_conll04 import ALONE, KILL, WORKS, write
+from tacred.datasets.conll04 import SPLITS, read_conll04
+from tests.datasets.test_conll04 import ALONE, KILL, WORKS, write
 
 MORE = [
     {"tokens": ["Anna", "Berg", "joined", "Nordic", "Steel", "in", "Oslo", "."],
@@ -145,7 +145,7 @@ def test_training_is_deterministic_for_a_seed(tmp_path: Path, nlp) -> None:
 
 
 def test_map_ner_keeps_a_trained_ner_s_tacred_names_and_maps_spacy_s_as_before() -> None:
-    from tacred.data.spacy_pipeline import NER_MAP, map_ner
+    from tacred.text.spacy_pipeline import NER_MAP, map_ner
 
     assert [map_ner(t) for t in ("PERSON", "ORGANIZATION", "LOCATION", "MISC")] == [
         "PERSON", "ORGANIZATION", "LOCATION", "MISC"]
@@ -156,7 +156,7 @@ def test_map_ner_keeps_a_trained_ner_s_tacred_names_and_maps_spacy_s_as_before()
 def test_the_transformer_config_names_the_model_folder_and_schedules_its_steps_from_the_epochs(tmp_path) -> None:
     from thinc.api import Config
 
-    from tacred.data.ner_encoder import ARCHITECTURE
+    from tacred.text.ner_encoder import ARCHITECTURE
 
     folder = pretrained_encoder("minilm")
     config = Config().from_str(transformer_config(folder, tmp_path / "t.spacy", tmp_path / "d.spacy", seed=4,

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from tacred import constants as C
-from tacred.data.kbp37 import KBP37_LABELS, RELATIONS
 from tacred.data.schema import (
     SLOT_TYPES,
     SPACY_NAMES,
@@ -18,12 +17,13 @@ from tacred.data.schema import (
     slot_pairs,
     split_direction,
 )
-from tacred.data.spacy_pipeline import NER_MAP, NOMINAL
+from tacred.datasets.kbp37 import KBP37_LABELS, RELATIONS
+from tacred.text.spacy_pipeline import NER_MAP, NOMINAL
 from tests.conftest import REPO
 
 
 def test_every_tacred_kbp37_and_retacred_relation_has_an_entry_and_nothing_else_does():
-    from tacred.data.patch import RETACRED_LABELS
+    from tacred.datasets.patch import RETACRED_LABELS
 
     tacred = set(C.TACRED_LABELS) - {C.NO_RELATION}
     assert set(SLOT_TYPES) == tacred | set(RETACRED_LABELS) - {C.NO_RELATION} and len(SLOT_TYPES) == 45

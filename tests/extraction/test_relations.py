@@ -211,7 +211,7 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
         cli = extractor.process(Document("d", TEXT))
     finally:
         model.threshold = None
-    assert extractor.nlp is model.text_nlp  # one spaCy loader and cache (tacred.data.spacy_pipeline.load_spacy)
+    assert extractor.nlp is model.text_nlp  # one spaCy loader and cache (tacred.text.spacy_pipeline.load_spacy)
     assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
         (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
 

@@ -12,7 +12,7 @@ import pytest
 
 from tacred.commands.patch import HELP, main
 from tacred.constants import NO_RELATION, TACRED_LABELS
-from tacred.data.patch import (
+from tacred.datasets.patch import (
     RETACRED_ADDED,
     RETACRED_DROPPED,
     RETACRED_LABELS,

@@ -12,10 +12,10 @@ import pytest
 
 from tacred.commands.convert import main
 from tacred.constants import NO_RELATION
-from tacred.data.conversion import unconverted_gold
 from tacred.data.examples import check_example
-from tacred.data.kbp37 import KBP37_LABELS, KBP37Error, entity_type, read_kbp37
-from tacred.data.spacy_pipeline import Annotation
+from tacred.datasets.conversion import unconverted_gold
+from tacred.datasets.kbp37 import KBP37_LABELS, KBP37Error, entity_type, read_kbp37
+from tacred.text.spacy_pipeline import Annotation
 from tests.conftest import SHARED_DATA
 
 RELEASE = SHARED_DATA / "kbp37"

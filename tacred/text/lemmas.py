@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tacred.data.spacy_pipeline import load_spacy, model_id
 from tacred.io import read_json, write_json
+from tacred.text.spacy_pipeline import load_spacy, model_id
 
 if TYPE_CHECKING:
     from spacy.language import Language

@@ -12,14 +12,14 @@ import pytest
 
 from tacred.commands.annotate import main
 from tacred.constants import NER_TAGS, NO_RELATION, POS_TAGS
-from tacred.data.annotate import (
+from tacred.datasets.annotate import (
     AnnotationError,
     MarkerError,
     annotate_marked,
     annotate_offsets,
     parse_markers,
 )
-from tacred.data.spacy_pipeline import (
+from tacred.text.spacy_pipeline import (
     SpacyModelError,
     annotate_words,
     load_spacy,

@@ -93,7 +93,7 @@ def load_spacy(name: str | None = None, exclude: Sequence[str] = (),
         name = installed[0]
     key = (name, tuple(exclude), finish)
     if key not in _LOADED:
-        from tacred.data.ner_encoder import register
+        from tacred.text.ner_encoder import register
 
         register()  # a NER trained over a transformer (tacred ner train) names this architecture in its config
         try:

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
-from tacred.data.annotate import MarkerError, parse_markers
-from tacred.data.release_blocks import labelled_sentences
-from tacred.data.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
+from tacred.datasets.annotate import MarkerError, parse_markers
+from tacred.datasets.release_blocks import labelled_sentences
 from tacred.errors import TacredError
 from tacred.io import write_json
+from tacred.text.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
 
 if TYPE_CHECKING:
     from spacy.language import Language

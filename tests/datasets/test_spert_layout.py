@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tacred.data.spert_layout import (
+from tacred.datasets.spert_layout import (
     JointTypes,
     SpertLayoutError,
     check_known,

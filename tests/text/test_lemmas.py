@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tacred.data.lemmas import cache_key, default_cache_dir, lemmatize
+from tacred.text.lemmas import cache_key, default_cache_dir, lemmatize
 
 SENTENCES = [
     ["The", "children", "went", "to", "New York", "and", "bought", "mice", "."],

@@ -14,9 +14,9 @@ import pytest
 
 from tacred.commands.convert import main
 from tacred.constants import NER_TAGS, NO_RELATION, POS_TAGS
-from tacred.data.annotate import parse_markers
 from tacred.data.examples import check_example
-from tacred.data.semeval import (
+from tacred.datasets.annotate import parse_markers
+from tacred.datasets.semeval import (
     SEMEVAL_LABELS,
     SemEvalError,
     convert_records,
@@ -24,7 +24,7 @@ from tacred.data.semeval import (
     split_dev,
     write_release,
 )
-from tacred.data.spacy_pipeline import tokenize_with_spans
+from tacred.text.spacy_pipeline import tokenize_with_spans
 from tests.conftest import SHARED_DATA
 
 RELEASE = SHARED_DATA / "semeval2010_task8"

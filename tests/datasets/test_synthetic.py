@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tacred.constants import NER_TAGS, NO_RELATION, OBJECT_TYPES, POS_TAGS, SUBJECT_TYPES, TACRED_LABELS
-from tacred.data.synthetic import (
+from tacred.datasets.synthetic import (
     _BY_LABEL,
     NEGATIVE,
     POSITIVE,
@@ -32,7 +32,7 @@ FIELDS = ("id", "relation", "token", "subj_start", "subj_end", "obj_start", "obj
 # sha256 of json.dumps(generate_corpus(seed=5, n_train=200, n_dev=50, n_test=50)). A template edit changes
 # it on purpose: then update it here, since demo results are only comparable between equal corpora.
 GOLDEN_SHA256 = "cba7a062a1fb915921167cae63c273ac12c3d88e35eb64bb44a36edb07c035cb"
-_DIGEST = ("import hashlib, json; from tacred.data.synthetic import generate_corpus; "
+_DIGEST = ("import hashlib, json; from tacred.datasets.synthetic import generate_corpus; "
            "print(hashlib.sha256(json.dumps(generate_corpus(seed=5, n_train=200, n_dev=50, n_test=50))"
            ".encode()).hexdigest())")
 

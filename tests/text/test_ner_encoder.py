@@ -1,4 +1,4 @@
-"""A Hugging Face encoder as a spaCy NER's token vectors (``tacred.data.ner_encoder``), on the packaged
+"""A Hugging Face encoder as a spaCy NER's token vectors (``tacred.text.ner_encoder``), on the packaged
 all-MiniLM-L6-v2: one vector per spaCy token, the mean of its pieces' last-layer vectors; long docs in windows that
 keep words whole; the registered architecture spaCy builds from a config."""
 
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from tacred.data.ner_encoder import (
+from tacred.text.ner_encoder import (
     ARCHITECTURE,
     NerEncoderError,
     check_folder,

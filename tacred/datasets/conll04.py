@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
-from tacred.data.spacy_pipeline import annotate_words, load_spacy, model_id, tacred_example
 from tacred.errors import TacredError
 from tacred.io import write_json, write_jsonl
+from tacred.text.spacy_pipeline import annotate_words, load_spacy, model_id, tacred_example
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -38,7 +38,7 @@ MAX_ENTITIES = 100
 MAX_PAIRS = 1_000_000
 
 # CoNLL04 entity type → subj_type/obj_type of the converted examples: the TACRED names that spaCy's entities map to
-# in extraction (tacred.data.spacy_pipeline.NER_MAP), so training's relation signatures hold for extracted pairs.
+# in extraction (tacred.text.spacy_pipeline.NER_MAP), so training's relation signatures hold for extracted pairs.
 # CoNLL04's Other (dates, amounts, nationalities, events) becomes MISC.
 TACRED_TYPES: dict[str, str] = {"Peop": "PERSON", "Org": "ORGANIZATION", "Loc": "LOCATION", "Other": "MISC"}
 # The stated type map from spaCy's stock NER labels to CoNLL04's types. CoNLL04's Other holds dates, times, amounts,

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
-from tacred.data.release_blocks import labelled_sentences
-from tacred.data.spacy_pipeline import (
+from tacred.datasets.release_blocks import labelled_sentences
+from tacred.errors import TacredError
+from tacred.io import write_json
+from tacred.text.spacy_pipeline import (
     NOMINAL,
     Annotation,
     annotate_words,
@@ -25,8 +27,6 @@ from tacred.data.spacy_pipeline import (
     model_id,
     tacred_example,
 )
-from tacred.errors import TacredError
-from tacred.io import write_json
 
 if TYPE_CHECKING:
     from spacy.language import Language

@@ -13,7 +13,8 @@ import pytest
 
 from tacred.commands.convert import main
 from tacred.constants import NO_RELATION
-from tacred.data.conll04 import (
+from tacred.data.examples import check_example
+from tacred.datasets.conll04 import (
     CONLL04_LABELS,
     SPLITS,
     TACRED_TYPES,
@@ -21,7 +22,6 @@ from tacred.data.conll04 import (
     conll04_type,
     read_conll04,
 )
-from tacred.data.examples import check_example
 from tests.conftest import SHARED_DATA
 
 RELEASE = SHARED_DATA / "conll04"

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
-from tacred.data.spacy_pipeline import (
+from tacred.errors import TacredError
+from tacred.text.spacy_pipeline import (
     SpanError,
     TokenizedText,
     annotate_words,
@@ -22,7 +23,6 @@ from tacred.data.spacy_pipeline import (
     tacred_example,
     tokenize_with_spans,
 )
-from tacred.errors import TacredError
 
 if TYPE_CHECKING:
     from spacy.language import Language
