@@ -77,7 +77,7 @@ SKIPPED = {
     "tacred extract data/conll04/": "needs CoNLL04 converted from ../shared/data and a model trained on it",
     "tacred score-extraction ../shared/data/conll04": "reads the CoNLL04 release outside the clone",
     "tacred ner train --data ../shared/data/conll04": "reads the CoNLL04 release outside the clone; "
-                                                      "tests/data/test_ner_training.py trains on sentences it writes",
+                                                      "tests/ner_training/test_training.py trains on sentences it writes",
     "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",
     "ATEN_CPU_CAPABILITY=avx2 tacred ablate --config configs/conll04.yaml": "retrains a CoNLL04 relation model (about "
                                                                            "20 minutes on one core)",

@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
 def check_model(model: str, ner: str) -> None:
     """The model and the NER named on the command line, found before the output folder is touched or anything loads
     (a mistyped name must not leave a manifest that locks the folder)."""
-    from tacred.data.ner_training import model_folder
     from tacred.inference.api import resolve_model
+    from tacred.ner.training import model_folder
 
     resolve_model(model)
     if ner not in ("auto", "stock"):

@@ -70,7 +70,7 @@ class _TextSteps:
         from spacy.language import Language
 
         if self.ner is not None:
-            from tacred.data.ner_training import with_trained_ner
+            from tacred.ner.training import with_trained_ner
 
             nlp = with_trained_ner(nlp, self.ner)
         if self.one_sentence:

@@ -341,7 +341,7 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
     redoes nothing."""
     from tacred.commands.ablate import main as ablate_main
     from tacred.commands.convert import main as convert_main
-    from tests.data.test_ner_training import release
+    from tests.ner_training.test_training import release
 
     gold = release(tmp_path / "gold")
     data = tmp_path / "data"

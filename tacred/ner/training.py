@@ -2,7 +2,7 @@
 
 The sentences become spaCy ``DocBin`` files of the text ``tacred extract`` reads (the tokens joined by single
 spaces, tokenised by spaCy, each gold entity a character span), and spaCy's training loop
-(:mod:`tacred.data.ner_loop`: spaCy's steps, with checkpoints a killed run resumes from) trains from a config this
+(:mod:`tacred.ner.loop`: spaCy's steps, with checkpoints a killed run resumes from) trains from a config this
 module writes, with a fixed seed, keeping the best model on dev (entity F1), or training on train and dev
 together for a fixed budget (``--with_dev``). Two encoders (``--encoder``):
 ``cnn`` starts from the packaged pipeline's NER (its own CNN ``tok2vec`` and transition model) given the dataset's
@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tacred.data import ner_loop
 from tacred.datasets.conll04 import SPLITS, TACRED_TYPES, CoNLL04Error, Sentence, read_conll04
 from tacred.errors import TacredError
+from tacred.ner import loop as ner_loop
 
 if TYPE_CHECKING:
     from spacy.language import Language

@@ -13,7 +13,8 @@ import pytest
 
 from tacred.commands.ner import main as ner_main
 from tacred.commands.score_extraction import main as score_main
-from tacred.data.ner_training import (
+from tacred.datasets.conll04 import SPLITS, read_conll04
+from tacred.ner.training import (
     TRANSFORMER_BATCH,
     TYPES_FILE,
     NerTrainingError,
@@ -24,7 +25,6 @@ from tacred.data.ner_training import (
     train_ner,
     transformer_config,
 )
-from tacred.datasets.conll04 import SPLITS, read_conll04
 from tests.datasets.test_conll04 import ALONE, KILL, WORKS, write
 
 MORE = [

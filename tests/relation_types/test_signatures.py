@@ -6,8 +6,8 @@ signatures load without."""
 from __future__ import annotations
 
 from tacred.data.examples import Example
-from tacred.data.signatures import MIN_EXAMPLES, MIN_SHARE, Signatures, coarse, supported
 from tacred.data.vocab import Vocabularies, build_vocabularies
+from tacred.relation_types.signatures import MIN_EXAMPLES, MIN_SHARE, Signatures, coarse, supported
 
 
 def example(relation: str, subj_type: str, obj_type: str) -> Example:

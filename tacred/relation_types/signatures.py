@@ -1,7 +1,7 @@
 """Relation signatures: the (subject type, object type) pairs each relation may take, stored with the vocabularies in
 every checkpoint so that extraction can refuse type-impossible relations.
 
-Where the label set has a schema (TACRED's and KBP37's ``per:``/``org:`` relations, :mod:`tacred.data.schema`), the
+Where the label set has a schema (TACRED's and KBP37's ``per:``/``org:`` relations, :mod:`tacred.relation_types.schema`), the
 schema decides, whatever the training data's types say. Elsewhere (SemEval, CoNLL04, a custom label set) a type pair
 is learned from the training split only with real support: at least :data:`MIN_EXAMPLES` training examples and at
 least :data:`MIN_SHARE` of the relation's examples (a directed relation's two labels pooled, the pair read in the
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tacred.data.schema import SPACY_NAMES, schema_pairs, spacy_name, split_direction
+from tacred.relation_types.schema import SPACY_NAMES, schema_pairs, spacy_name, split_direction
 
 MIN_EXAMPLES = 5
 MIN_SHARE = 0.10

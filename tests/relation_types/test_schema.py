@@ -9,7 +9,8 @@ import json
 import pytest
 
 from tacred import constants as C
-from tacred.data.schema import (
+from tacred.datasets.kbp37 import KBP37_LABELS, RELATIONS
+from tacred.relation_types.schema import (
     SLOT_TYPES,
     SPACY_NAMES,
     SUBJECT_BY_PREFIX,
@@ -17,7 +18,6 @@ from tacred.data.schema import (
     slot_pairs,
     split_direction,
 )
-from tacred.datasets.kbp37 import KBP37_LABELS, RELATIONS
 from tacred.text.spacy_pipeline import NER_MAP, NOMINAL
 from tests.conftest import REPO
 

@@ -1,4 +1,4 @@
-"""``tacred ner train``'s training loop (:mod:`tacred.data.ner_loop`): the weights spaCy's own loop trains, and a
+"""``tacred ner train``'s training loop (:mod:`tacred.ner.loop`): the weights spaCy's own loop trains, and a
 run killed after a checkpoint that the same command resumes to the weights of an unbroken run, inside an epoch, at
 an epoch's end and with the transformer encoder's PyTorch weights; checkpoints that do not fit are refused."""
 
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from tacred.commands.ner import main as ner_main
-from tacred.data import ner_loop
-from tacred.data.ner_training import train_ner
 from tacred.datasets.conll04 import SPLITS
+from tacred.ner import loop as ner_loop
+from tacred.ner.training import train_ner
 from tests.conftest import REPO
-from tests.data.test_ner_training import MORE, release
 from tests.datasets.test_conll04 import KILL, WORKS, write
+from tests.ner_training.test_training import MORE, release
 
 SMALL_BATCHES = {"cnn": 20, "transformer": 3}  # words (cnn) or sentences a batch: many steps from a few sentences
 
