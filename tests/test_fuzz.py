@@ -349,7 +349,7 @@ def test_training_and_data_validation_accepts_or_raises_a_config_error(values):
     """The LightningModule's and the data module's own checks (what their ``__init__`` runs first)."""
     import inspect
 
-    from tacred.option_rules import check
+    from tacred.options.rules import check
     from tacred.training.datamodule import TacredDataModule
     from tacred.training.module import RelationExtractor
 
@@ -378,7 +378,7 @@ valid_configs = st.lists(st.sampled_from(["seed_everything: 1", "model:\n  lr: 0
     max_size=5).map("\n".join)))
 @example(drawn=(True, "model:\n  lr: 0.1\ntrainer:\n  max_epochs: 2"))
 def test_the_config_reader_returns_yaml_or_a_config_error(tmp_path, drawn):
-    from tacred.training.config_files import check_config_files
+    from tacred.options.config_files import check_config_files
 
     valid, text = drawn
     path = tmp_path / "config.yaml"

@@ -13,15 +13,16 @@ PACKAGE = REPO / "tacred"
 
 # Lower numbers are lower layers; a module may import its own layer and the ones below it.
 LAYERS = {
-    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0, "option_rules": 0,  # basics
+    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0,  # basics
     "text": 1, "relation_types": 1,
     "datasets": 2,
     "data": 3,
-    "models": 4,
-    "evaluation": 5,
-    "training": 6, "inference": 6, "ner": 6,
-    "serving": 7, "experiments": 7, "analysis": 7, "extraction": 7,
-    "commands": 8, "cli": 8, "__main__": 8,
+    "options": 4,
+    "models": 5,
+    "evaluation": 6,
+    "training": 7, "inference": 7, "ner": 7,
+    "serving": 8, "experiments": 8, "analysis": 8, "extraction": 8,
+    "commands": 9, "cli": 9, "__main__": 9,
 }
 
 # Imports against the direction, each made inside a function or for type hints only (never at import time), with the

@@ -15,15 +15,15 @@ from tacred.data.batching import BucketBatchSampler, EncodedSplit, encode_split
 from tacred.data.examples import Example, load_examples
 from tacred.data.labels import check_custom_labels, read_label_file
 from tacred.data.vocab import Vocabularies, build_vocabularies
-from tacred.option_rules import check
-from tacred.training.option_specs import DataOption
+from tacred.options.rules import check
+from tacred.options.specs import DataOption
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test", "predict")
 class TacredDataModule(L.LightningDataModule):
     """TACRED-format data for fit/validate/test/predict. Its options are checked when it is built, against the rules
-    in their annotations (:mod:`tacred.option_rules`); no file is read until the data is needed.
+    in their annotations (:mod:`tacred.options.rules`); no file is read until the data is needed.
 
     Args:
         data_dir: folder the split files are relative to (absolute file paths ignore it).

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from tacred import constants as C
-from tacred.option_rules import (
+from tacred.options.rules import (
     OptionError,
     above,
     at_least,

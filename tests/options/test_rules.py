@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import pytest
 
-from tacred.option_rules import OptionError, above, at_least, check, fraction, one_of, probability, rules_of
+from tacred.options.rules import OptionError, above, at_least, check, fraction, one_of, probability, rules_of
 from tests.conftest import REPO, run_in_process
 
 DEMO = str(REPO / "configs" / "demo.yaml")
@@ -123,7 +123,7 @@ def test_a_fit_checks_each_option_once(demo_data, tmp_path, monkeypatch):
     import tacred.models.config
     import tacred.training.datamodule
     import tacred.training.module
-    from tacred import option_rules
+    from tacred.options import rules as option_rules
 
     checked: list[str] = []
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from tacred.option_rules import at_least, fraction, probability
+from tacred.options.rules import at_least, fraction, probability
 
 
 def divides_the_model_dimension(heads: int, cfg: NetworkOptions) -> str | None:

@@ -6,7 +6,7 @@ type of the option they check, where it is defined: ``word_dim: Annotated[int, a
 field or an ``__init__`` parameter; the command line's parser ignores the annotation), and a ``Literal`` type allows
 its values only. The owners check their own options: :class:`~tacred.models.config.NetworkConfig` in
 ``__post_init__``, the LightningModule and the data module in ``__init__``; the types of the last two live in
-:mod:`tacred.training.option_specs` (no torch, no Lightning), so the command line checks them before loading either. An :class:`OptionError` names the option
+:mod:`tacred.options.specs` (no torch, no Lightning), so the command line checks them before loading either. An :class:`OptionError` names the option
 by its plain name (``num_heads``); the command line adds where it lives (``--model.network.num_heads``).
 """
 

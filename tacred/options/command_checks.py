@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.errors import ConfigError
-from tacred.option_rules import Rule, above, at_least
+from tacred.options.rules import Rule, above, at_least
 
 
 def _epochs(value: Any, options: Any) -> str | None:
@@ -141,16 +141,16 @@ def check_joint_files(command: str, config: Mapping[str, Any]) -> None:
 
 def check_model_and_data(config: Mapping[str, Any], texts: Mapping[str, str] | None = None) -> None:
     """The model's, the network's and the data module's options that ``config`` gives, against their rules
-    (:mod:`tacred.training.option_specs`, :mod:`tacred.models.network_options`); the attention variants' own
+    (:mod:`tacred.options.specs`, :mod:`tacred.options.network`); the attention variants' own
     options are checked when the network's configuration is built. ``texts``: the options typed on the command line
     (:func:`command_line_texts`), whose values of the wrong type are named here as the parser would name them."""
     if is_joint(config):
         check_joint_options(config)
         return
     texts = texts or {}
-    from tacred.models.network_options import NetworkOptions
-    from tacred.option_rules import OptionError, shown
-    from tacred.training.option_specs import (
+    from tacred.options.network import NetworkOptions
+    from tacred.options.rules import OptionError, shown
+    from tacred.options.specs import (
         DATA_DEFAULTS,
         DataOption,
         ModelOption,
@@ -185,7 +185,7 @@ def given_config(argv: Sequence[str]) -> dict[str, Any]:
     order. Values are read as YAML (``-1`` is a number); what is not a plain option is left to Lightning."""
     import yaml
 
-    from tacred.training.config_files import load_yaml
+    from tacred.options.config_files import load_yaml
 
     merged: dict[str, Any] = {}
     for name, value in _options(argv):
