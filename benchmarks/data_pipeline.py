@@ -82,8 +82,8 @@ def _data_rows(table: Table, cold: Path, labels: Path) -> None:
 def lemma_rows(table: Table, examples: list, cache: Path) -> None:
     """spaCy lemmas of every sentence (the lemma input variant): the first pass runs the lemmatizer, the second
     reads the cache (keyed by the tokens and the model's name and version). The model is loaded before timing."""
-    from tacred.data.lemmas import lemmatize
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy, model_id
+    from tacred.text.lemmas import lemmatize
+    from tacred.text.spacy_pipeline import SpacyModelError, load_spacy, model_id
 
     try:
         nlp = load_spacy()

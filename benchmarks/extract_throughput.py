@@ -212,7 +212,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
     if task["what"] in ("spacy", "spacy_tagger"):
         import spacy
 
-        from tacred.data.spacy_pipeline import DEFAULT_MODELS
+        from tacred.text.spacy_pipeline import DEFAULT_MODELS
 
         name = next(m for m in DEFAULT_MODELS if spacy.util.is_package(m))
         tagger = [] if task["what"] == "spacy_tagger" else ["tok2vec", "tagger"]
@@ -300,7 +300,7 @@ def run(quick: bool = False, documents: Path | None = None, pipelines: tuple[str
     if pipelines is None:
         pipelines = tuple(p for p in PIPELINES if not (quick and p in ("paper50", "kbp37")))
 
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     n_docs = 48 if quick else 400
     with tempfile.TemporaryDirectory(prefix="tacred-bench-extract-") as scratch:

@@ -210,7 +210,7 @@ def train_project(out: Path, data: Path, glove: Path, seed: int, epochs: int) ->
 def test_scores(data: Path, predicted: list[str], source: str) -> dict[str, float | int]:
     """The project's two scorers over every sentence of the release (unconvertible ones as ``no_relation``)."""
     from tacred.constants import NO_RELATION
-    from tacred.data.conversion import unconverted_gold
+    from tacred.datasets.conversion import unconverted_gold
     from tacred.evaluation.scoring import over_release, score, semeval_macro_f1
 
     examples = json.loads((data / "test.json").read_text(encoding="utf-8"))

@@ -47,10 +47,10 @@ def signature_effect(checkpoint: str | Path, split: str | Path, name: str, signa
     labels; a gold label outside them counts as missed)."""
     from tacred.checkpoints import resolve_checkpoint
     from tacred.data.examples import load_examples
-    from tacred.data.signatures import coarse
     from tacred.data.vocab import Vocabularies
     from tacred.evaluation.scoring import prf
     from tacred.extraction.signature_filter import SignatureFilter
+    from tacred.relation_types.signatures import coarse
     from tacred.training import evaluate
 
     checkpoint = resolve_checkpoint(checkpoint)
@@ -85,10 +85,10 @@ def plain_text_effect(checkpoint: str | Path, split: str | Path, limit: int | No
     many relations each gives and how many of them break a signature."""
     import json
 
-    from tacred.data.signatures import Signatures
     from tacred.extraction.relations import extract_relations
     from tacred.extraction.signature_filter import SignatureFilter
     from tacred.inference.api import load_model
+    from tacred.relation_types.signatures import Signatures
 
     model = load_model(checkpoint, device="cpu")
     signatures: Signatures = model.encoder.vocab.signatures
@@ -107,7 +107,7 @@ def training_signatures(train: str | Path) -> dict[str, Any]:
     from collections import Counter
 
     from tacred.data.examples import load_examples
-    from tacred.data.signatures import Signatures, supported
+    from tacred.relation_types.signatures import Signatures, supported
 
     counts: dict[str, Counter] = {}
     for ex in load_examples(train, strict=False).examples:
@@ -121,7 +121,7 @@ def schema_breaks(path: str | Path) -> str:
     import json
     from collections import Counter
 
-    from tacred.data.schema import slot_pairs
+    from tacred.relation_types.schema import slot_pairs
 
     rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     bad = Counter(r["relation"] for r in rows if slot_pairs(r["relation"]) is not None

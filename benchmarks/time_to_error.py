@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def cases(work: Path, repo: Path) -> list[tuple[str, list[str]]]:
     """(what is wrong, the command's arguments); files the cases need are written into ``work``."""
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     bad = work / "bad_data"
     bad.mkdir(exist_ok=True)

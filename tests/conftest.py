@@ -106,7 +106,7 @@ def write_json(tmp_path: Path):
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small generated corpus (the demo generator, shrunk) shared by the end-to-end tests."""
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     out = tmp_path_factory.mktemp("demo_data")
     write_corpus(out, seed=5, n_train=240, n_dev=60, n_test=60)
@@ -116,7 +116,7 @@ def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def nlp():
     """The installed English spaCy pipeline (loaded once per test session)."""
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.text.spacy_pipeline import SpacyModelError, load_spacy
 
     try:
         return load_spacy()

@@ -66,18 +66,18 @@ SKIPPED = {
     ".venv/bin/python benchmarks/run_all.py --quick": "tests/test_benchmarks.py runs it",
     ".venv/bin/python benchmarks/training.py --profile": "a bf16 profile of training (minutes)",
     '.venv/bin/python -c "': SEMEVAL_DATA,
-    "tacred convert semeval2010": "the SemEval-2010 release lies outside the clone; tests/data/test_semeval.py "
+    "tacred convert semeval2010": "the SemEval-2010 release lies outside the clone; tests/datasets/test_semeval.py "
                                   "converts it where ../shared/data holds it",
-    "tacred convert kbp37": "the KBP37 release lies outside the clone; tests/data/test_kbp37.py reads it where "
+    "tacred convert kbp37": "the KBP37 release lies outside the clone; tests/datasets/test_kbp37.py reads it where "
                             "../shared/data holds it",
-    "tacred convert conll04": "the CoNLL04 release lies outside the clone; tests/data/test_conll04.py converts it "
+    "tacred convert conll04": "the CoNLL04 release lies outside the clone; tests/datasets/test_conll04.py converts it "
                               "where ../shared/data holds it",
     "tacred fit --config configs/conll04.yaml": "needs CoNLL04 converted from ../shared/data and minutes to hours of "
                                                 "training",
     "tacred extract data/conll04/": "needs CoNLL04 converted from ../shared/data and a model trained on it",
     "tacred score-extraction ../shared/data/conll04": "reads the CoNLL04 release outside the clone",
     "tacred ner train --data ../shared/data/conll04": "reads the CoNLL04 release outside the clone; "
-                                                      "tests/data/test_ner_training.py trains on sentences it writes",
+                                                      "tests/ner_training/test_training.py trains on sentences it writes",
     "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",
     "ATEN_CPU_CAPABILITY=avx2 tacred ablate --config configs/conll04.yaml": "retrains a CoNLL04 relation model (about "
                                                                            "20 minutes on one core)",
@@ -204,7 +204,7 @@ def train_demo_model(root: Path) -> None:
     stores data/demo as written."""
     import torch
 
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
     from tacred.training import fit
 
     here, threads = Path.cwd(), torch.get_num_threads()

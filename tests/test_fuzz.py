@@ -143,7 +143,7 @@ valid_marked_lines = st.builds(
     max_size=10).map("".join) | st.text(max_size=40)))
 @example(drawn=(True, "<subj>Ann</subj> works for <obj>Acme</obj> ."))
 def test_the_marked_sentence_parser_returns_spans_or_a_marker_error(drawn):
-    from tacred.data.annotate import MarkerError, parse_markers
+    from tacred.datasets.annotate import MarkerError, parse_markers
 
     valid, line = drawn
     try:
@@ -168,7 +168,7 @@ valid_offsets = st.fixed_dictionaries({k: st.just(v) for k, v in VALID_OFFSETS.i
     optional={"id": json_values, "subj_type": json_values, "relation": json_values})))
 @example(drawn=(True, {**VALID_OFFSETS, "relation": "per:employee_of"}))
 def test_the_offsets_parser_returns_spans_or_a_marker_error(drawn):
-    from tacred.data.annotate import MarkerError, parse_offsets
+    from tacred.datasets.annotate import MarkerError, parse_offsets
 
     valid, record = drawn
     try:
@@ -239,7 +239,7 @@ def valid_semeval_files(draw: st.DrawFn) -> tuple[bytes, bytes]:
 @example(drawn=(True, (b'1\t"The <e1>author</e1> wrote a <e2>book</e2> ."\nProduct-Producer(e2,e1)\nComment:\n\n',
                        b'8001\t"A <e1>wind</e1> moved the <e2>sand</e2> ."\nOther\nComment:\n\n')))
 def test_the_semeval_reader_returns_records_or_a_semeval_error(tmp_path, drawn):
-    from tacred.data.semeval import TEST_FILE, TRAIN_FILE, check_release, read_semeval
+    from tacred.datasets.semeval import TEST_FILE, TRAIN_FILE, check_release, read_semeval
 
     valid, (train, test) = drawn
     _write(tmp_path / TRAIN_FILE, train)
@@ -291,7 +291,7 @@ valid_patches = (
 @example(drawn=(True, b'[{"id": "a1", "relation": "per:title"}]'))
 @example(drawn=(True, b'{"a1": "no_relation"}'))
 def test_the_patch_reader_returns_a_patch_or_a_patch_error(tmp_path, drawn):
-    from tacred.data.patch import read_patch
+    from tacred.datasets.patch import read_patch
 
     valid, content = drawn
     path = _write(tmp_path / "patch.json", content)
@@ -349,7 +349,7 @@ def test_training_and_data_validation_accepts_or_raises_a_config_error(values):
     """The LightningModule's and the data module's own checks (what their ``__init__`` runs first)."""
     import inspect
 
-    from tacred.option_rules import check
+    from tacred.options.rules import check
     from tacred.training.datamodule import TacredDataModule
     from tacred.training.module import RelationExtractor
 
@@ -378,7 +378,7 @@ valid_configs = st.lists(st.sampled_from(["seed_everything: 1", "model:\n  lr: 0
     max_size=5).map("\n".join)))
 @example(drawn=(True, "model:\n  lr: 0.1\ntrainer:\n  max_epochs: 2"))
 def test_the_config_reader_returns_yaml_or_a_config_error(tmp_path, drawn):
-    from tacred.training.config_files import check_config_files
+    from tacred.options.config_files import check_config_files
 
     valid, text = drawn
     path = tmp_path / "config.yaml"

@@ -13,13 +13,16 @@ PACKAGE = REPO / "tacred"
 
 # Lower numbers are lower layers; a module may import its own layer and the ones below it.
 LAYERS = {
-    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0, "option_rules": 0,  # basics
-    "data": 1,
-    "models": 2,
-    "evaluation": 3,
-    "training": 4, "inference": 4,
-    "serving": 5, "experiments": 5, "analysis": 5, "extraction": 5,
-    "commands": 6, "cli": 6, "__main__": 6,
+    "tacred": 0, "errors": 0, "io": 0, "constants": 0, "devices": 0, "checkpoints": 0,  # basics
+    "text": 1, "relation_types": 1,
+    "datasets": 2,
+    "data": 3,
+    "options": 4,
+    "models": 5,
+    "evaluation": 6,
+    "training": 7, "inference": 7, "ner": 7,
+    "serving": 8, "experiments": 8, "analysis": 8, "extraction": 8,
+    "commands": 9, "cli": 9, "__main__": 9,
 }
 
 # Imports against the direction, each made inside a function or for type hints only (never at import time), with the

@@ -29,7 +29,7 @@ SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16",
 
 
 def corpus(root: Path) -> Path:
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     write_corpus(root, seed=5, n_train=240, n_dev=60, n_test=60)
     return root

@@ -79,7 +79,7 @@ def test_predict_help_puts_the_sentence_options_first_and_starts_fast():
 def test_wrong_options_and_data_files_are_answered_before_lightning_loads(tmp_path):
     """A bad Trainer, model or data option, --num_threads, --checkpoint_minutes, a missing or plainly malformed data
     file: one line before Lightning (and torch) is imported; benchmarks/time_to_error.py measures how soon."""
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     write_corpus(tmp_path / "data", n_train=20, n_dev=5, n_test=5)
     (tmp_path / "object").mkdir()
@@ -122,7 +122,7 @@ def broken_data(tmp_path):
     outside its sentence, and the error each gets (after the file's name)."""
     import json
 
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     good = tmp_path / "good"
     write_corpus(good, n_train=20, n_dev=5, n_test=5)

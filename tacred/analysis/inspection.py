@@ -136,7 +136,7 @@ def train_demo_model(work_dir: str | Path, epochs: int = 2, n_train: int = 600, 
                      n_test: int = 200, word_dim: int = 60, seed: int = 1) -> Path:
     """Generate the demo corpus in ``WORK/data`` and train a small model in ``WORK/run`` with
     :func:`tacred.training.fit`, unless ``WORK/run/checkpoints/best.ckpt`` exists; return that checkpoint."""
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
     from tacred.training import fit
 
     work = Path(work_dir)

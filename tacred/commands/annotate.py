@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.data.annotate import AnnotationError, annotate_marked, annotate_offsets
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.datasets.annotate import AnnotationError, annotate_marked, annotate_offsets
+    from tacred.text.spacy_pipeline import SpacyModelError, load_spacy
 
     try:
         source = "<stdin>" if args.input == "-" else args.input

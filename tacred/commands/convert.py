@@ -13,7 +13,7 @@ HELP = "Convert public data (SemEval-2010 Task 8, KBP37, CoNLL04) or generate th
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tacred.data.conll04 import MAX_ENTITIES, MAX_PAIRS
+    from tacred.datasets.conll04 import MAX_ENTITIES, MAX_PAIRS
 
     parser = OneLineParser(prog="tacred convert", description=HELP)
     sub = parser.add_subparsers(dest="source", required=True, metavar="{semeval2010,kbp37,conll04,synthetic}")
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.source == "synthetic":
-        from tacred.data.synthetic import write_corpus
+        from tacred.datasets.synthetic import write_corpus
 
         try:
             paths = write_corpus(args.out, seed=args.seed, n_train=args.n_train, n_dev=args.n_dev,
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch_size < 1:
         print(f"tacred convert: error: --batch_size must be at least 1, got {args.batch_size}", file=sys.stderr)
         return 2
-    from tacred.data.conversion import check_output_folder
+    from tacred.datasets.conversion import check_output_folder
     from tacred.io import left_as_found
 
     try:
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _semeval(args: argparse.Namespace) -> int:
-    from tacred.data.semeval import check_release, write_release
-    from tacred.data.spacy_pipeline import load_spacy
+    from tacred.datasets.semeval import check_release, write_release
+    from tacred.text.spacy_pipeline import load_spacy
 
     check_release(args.src, args.dev_size)
     nlp = load_spacy(args.spacy_model)
@@ -121,7 +121,7 @@ def _semeval(args: argparse.Namespace) -> int:
 
 
 def _kbp37(args: argparse.Namespace) -> int:
-    from tacred.data.kbp37 import write_release
+    from tacred.datasets.kbp37 import write_release
 
     # the release is checked whole before spaCy loads
     info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size)
@@ -137,7 +137,7 @@ def _kbp37(args: argparse.Namespace) -> int:
 
 
 def _conll04(args: argparse.Namespace) -> int:
-    from tacred.data.conll04 import write_release
+    from tacred.datasets.conll04 import write_release
 
     # the release is checked whole before spaCy loads
     info = write_release(args.src, args.out, nlp=args.spacy_model, batch_size=args.batch_size,

@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
 def check_model(model: str, ner: str) -> None:
     """The model and the NER named on the command line, found before the output folder is touched or anything loads
     (a mistyped name must not leave a manifest that locks the folder)."""
-    from tacred.data.ner_training import model_folder
     from tacred.inference.api import resolve_model
+    from tacred.ner.training import model_folder
 
     resolve_model(model)
     if ner not in ("auto", "stock"):
@@ -150,7 +150,6 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
 def _extract(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from tacred.data.spacy_pipeline import SpacyModelError
     from tacred.errors import TacredError, one_line
     from tacred.extraction.documents import InputFormatError, read_documents
     from tacred.extraction.output import OutputFolderError, ShardSink, StdoutSink
@@ -159,6 +158,7 @@ def _extract(args: argparse.Namespace) -> int:
     from tacred.extraction.ray_engine import RayEngineError, RayPipelineError
     from tacred.extraction.runner import run_extraction
     from tacred.io import left_as_found
+    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     settings = ExtractorSettings(

@@ -13,8 +13,8 @@ HELP = "Train a spaCy NER on a dataset's own entity annotations (CoNLL04) for ta
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tacred.data.ner_loop import CHECKPOINT_MINUTES
-    from tacred.data.ner_training import BASE_MODEL, DEFAULT_PRETRAINED, ENCODERS, TRANSFORMER_RATE
+    from tacred.ner.loop import CHECKPOINT_MINUTES
+    from tacred.ner.training import BASE_MODEL, DEFAULT_PRETRAINED, ENCODERS, TRANSFORMER_RATE
 
     parser = OneLineParser(
         prog="tacred ner", description=HELP,
@@ -75,7 +75,7 @@ CNN_ONLY = ("base_model",)
 def check_options(args: argparse.Namespace) -> None:
     """Every option checked, and the defaults of the chosen encoder's own filled in, before anything is read or
     loaded; options of the other encoder are refused."""
-    from tacred.data.ner_training import BASE_MODEL, DEFAULT_PRETRAINED, TRANSFORMER_RATE, NerTrainingError
+    from tacred.ner.training import BASE_MODEL, DEFAULT_PRETRAINED, TRANSFORMER_RATE, NerTrainingError
 
     if args.max_epochs < 1:
         raise NerTrainingError(f"--max_epochs {args.max_epochs}: must be at least 1")
@@ -104,10 +104,10 @@ def check_options(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.data.conll04 import CoNLL04Error
-    from tacred.data.ner_training import NerTrainingError, check_output, resumable, train_ner
-    from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.datasets.conll04 import CoNLL04Error
     from tacred.io import left_as_found
+    from tacred.ner.training import NerTrainingError, check_output, resumable, train_ner
+    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     try:

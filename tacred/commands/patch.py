@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tacred.commands.parsing import OneLineParser
-from tacred.data.patch import (
+from tacred.datasets.patch import (
     MODES,
     RETACRED_SPLIT_SIZES,
     TACREV_MD5,

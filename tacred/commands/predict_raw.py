@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str]]:
     """Parse every line's markers or offsets without spaCy, so that errors come before anything slow is loaded:
     ``(line number, problem)`` of each bad line."""
-    from tacred.data.annotate import MarkerError, parse_markers, parse_offsets
+    from tacred.datasets.annotate import MarkerError, parse_markers, parse_offsets
     from tacred.inference.inputs import InputError, check_marked
 
     bad = []
@@ -99,7 +99,7 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.data.annotate import AnnotationError
+    from tacred.datasets.annotate import AnnotationError
     from tacred.errors import TacredError, read_text
 
     source = "<stdin>" if args.sentences == "-" else args.sentences
@@ -128,7 +128,7 @@ def _inputs(lines: list[str], fmt: str, source: str, skip: bool) -> tuple[list[A
     """The non-blank lines as inputs of the Python API (:meth:`Predictor.predict`): marked sentences, or offsets
     records, each with the id ``line-N`` unless its record gives one, and their line numbers. An id that repeats an
     earlier line's is an error; with ``skip`` that line is reported and left out (blanked in ``lines``)."""
-    from tacred.data.annotate import AnnotationError
+    from tacred.datasets.annotate import AnnotationError
 
     inputs, numbers, first = [], [], {}
     for n, line in enumerate(lines, start=1):
@@ -153,7 +153,7 @@ def _predictions(predictor: Predictor, inputs: list[Any], numbers: list[int], li
                  skip: bool) -> list[Prediction]:
     """The predictions of ``inputs``; an input that spaCy cannot tokenise as marked is an error naming its line, or
     with ``skip`` reported and left out (blanked in ``lines``) before the others are predicted again."""
-    from tacred.data.annotate import AnnotationError
+    from tacred.datasets.annotate import AnnotationError
     from tacred.inference.inputs import InputError
 
     while True:
@@ -171,10 +171,10 @@ def _predictions(predictor: Predictor, inputs: list[Any], numbers: list[int], li
 
 
 def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: int) -> int:
-    from tacred.data.annotate import AnnotationError
-    from tacred.data.spacy_pipeline import SpacyModelError
+    from tacred.datasets.annotate import AnnotationError
     from tacred.errors import TacredError
     from tacred.inference.api import load_model
+    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     given = sum(1 for line in lines if line.strip())

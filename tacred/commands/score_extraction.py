@@ -45,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         print("tacred score-extraction: error: nothing to score: give PRED, --spacy_ner or --entities",
               file=sys.stderr)
         return 2
-    from tacred.data.conll04 import CoNLL04Error, read_conll04, spacy_entities
-    from tacred.data.spacy_pipeline import SpacyModelError, load_spacy
+    from tacred.datasets.conll04 import CoNLL04Error, read_conll04, spacy_entities
     from tacred.evaluation.end_to_end import (
         ExtractionScoreError,
         entity_file,
@@ -57,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         score_relations,
     )
     from tacred.extraction.mention_files import MentionFileError, mention_rows
+    from tacred.text.spacy_pipeline import SpacyModelError, load_spacy
 
     result: dict[str, Any] = {"gold": args.gold}
     try:

@@ -1,1 +1,1 @@
-"""Reading, validating and batching TACRED-format relation extraction data."""
+"""The data path: TACRED-format examples → vocabularies → features and batches, and their word vectors; no Lightning."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tacred.data.spert_layout import JointSentence, JointTypes, SpertLayoutError
+from tacred.datasets.spert_layout import JointSentence, JointTypes, SpertLayoutError
 
 # word shapes: what case and digits an uncased encoder cannot see (0 pads)
 SHAPES = ("pad", "lower", "title", "upper", "mixed", "digit", "other")

@@ -19,7 +19,7 @@ _NEAR = 0.85  # difflib ratio above which an unknown label counts as a near-miss
 
 def known_labels() -> set[str]:
     """TACRED's 42 and Re-TACRED's 40 labels."""
-    from tacred.data.patch import RETACRED_LABELS
+    from tacred.datasets.patch import RETACRED_LABELS
 
     return set(C.TACRED_LABELS) | set(RETACRED_LABELS)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tacred import constants as C
-from tacred.data.signatures import Signatures
 from tacred.errors import ConfigError, read_text
+from tacred.relation_types.signatures import Signatures
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Vocabularies:
     no_relation: str = C.NO_RELATION
     # a transformer's tokenizer (tacred.data.markers.tokenizer_spec); None for the word-vocabulary networks
     tokenizer: dict[str, Any] | None = None
-    # the (subject type, object type) pairs each relation may take (tacred.data.signatures: the schema, else
+    # the (subject type, object type) pairs each relation may take (tacred.relation_types.signatures: the schema, else
     # learned from training with support); None in vocabularies written before tacred learned them
     signatures: Signatures | None = None
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacred.data.conll04 import ENTITY_TYPES, RELATIONS, Sentence, conll04_type, document_id
+from tacred.datasets.conll04 import ENTITY_TYPES, RELATIONS, Sentence, conll04_type, document_id
 from tacred.errors import TacredError
 from tacred.evaluation.scoring import prf
 
@@ -53,7 +53,7 @@ class GoldDocument:
 
 
 def gold_documents(sentences: Sequence[Sentence], stem: str) -> dict[str, GoldDocument]:
-    """The gold sentences keyed by their document ids (:func:`tacred.data.conll04.document_id`)."""
+    """The gold sentences keyed by their document ids (:func:`tacred.datasets.conll04.document_id`)."""
     out = {}
     for s in sentences:
         ents = [(s.char_span(e), e.type) for e in s.entities]
@@ -74,7 +74,7 @@ def predicted_relations(rows: Iterable[Mapping[str, Any]], gold: Mapping[str, Go
                         relations: Sequence[str] = RELATIONS) -> tuple[dict[str, set[Triple]], int]:
     """Flat mention rows (``doc_id``, ``subject_start``/``_end``/``_type``, the same for ``object``, ``relation``,
     and ``where``: how errors name the row) → the predicted triples of each document, with argument types mapped to
-    CoNLL04's (:func:`tacred.data.conll04.conll04_type`), and how many rows repeated a triple already counted."""
+    CoNLL04's (:func:`tacred.datasets.conll04.conll04_type`), and how many rows repeated a triple already counted."""
     found: dict[str, set[Triple]] = {}
     repeated = 0
     for row in rows:

@@ -321,8 +321,8 @@ def read_score(path: str | Path) -> Score:
 def label_set_of(gold: list[str], no_relation: str = NO_RELATION) -> tuple[set[str], str]:
     """The label set predictions are checked against, and its name: TACRED's, Re-TACRED's or SemEval's when the gold
     labels fit one of them, else the gold labels themselves (plus the no-relation label)."""
-    from tacred.data.patch import RETACRED_LABELS
-    from tacred.data.semeval import OTHER, SEMEVAL_LABELS
+    from tacred.datasets.patch import RETACRED_LABELS
+    from tacred.datasets.semeval import OTHER, SEMEVAL_LABELS
 
     found = set(gold)
     semeval = set(SEMEVAL_LABELS) | {OTHER}

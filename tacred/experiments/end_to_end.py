@@ -324,10 +324,10 @@ def score_ner(gold_file: Path, ner: Path, num_threads: int) -> dict[str, Any]:
     thread count (the train-and-dev MPNet NER of seed 5: 957 of 1,079 right with one thread, 955 with two)."""
     import torch
 
-    from tacred.data.conll04 import read_conll04, spacy_entities
-    from tacred.data.ner_training import BEST
-    from tacred.data.spacy_pipeline import load_spacy
+    from tacred.datasets.conll04 import read_conll04, spacy_entities
     from tacred.evaluation.end_to_end import gold_documents, score_entities
+    from tacred.ner.training import BEST
+    from tacred.text.spacy_pipeline import load_spacy
 
     sentences = read_conll04(gold_file)
     before = torch.get_num_threads()
@@ -404,8 +404,8 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     """NER, thresholds, extraction and score of one finished run of the sweep (None when its ``tacred ablate`` result
     is not in yet); each step is skipped when its output is there, and a record without one of
     :data:`OPERATING_POINTS` (written before it was added) gets it added, the rest kept as it is."""
-    from tacred.data.ner_training import NER_FOLDER
     from tacred.experiments.results import provenance
+    from tacred.ner.training import NER_FOLDER
 
     variant = seed_variant(spec, model, seed)
     record = record_path(spec, variant, seed, model)
@@ -431,7 +431,7 @@ def run_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) -> Path 
     if not (ner / NER_DONE).exists():
         _step(["ner", "train", "--data", str(spec.train_data), "--out", str(ner), "--seed", str(seed),
                "--max_epochs", str(spec.ner_epochs), *(recipe.args if recipe else ())], ner.parent / f"{ner.name}.log")
-    from tacred.data.conll04 import read_conll04
+    from tacred.datasets.conll04 import read_conll04
     from tacred.evaluation.end_to_end import gold_documents
 
     gold = gold_documents(read_conll04(spec.gold), spec.gold.stem)

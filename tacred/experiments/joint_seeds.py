@@ -23,7 +23,7 @@ ARGMAX = 0.5  # a relation when its sigmoid says more likely than not
 
 def _dev_threshold(predictor: JointPredictor, dev: Path, min_precision: float | None) -> float:
     """The relation threshold chosen on the dev sentences' gold words (as the fit chooses it)."""
-    from tacred.data.spert_layout import read_sentences
+    from tacred.datasets.spert_layout import read_sentences
     from tacred.evaluation.joint_scores import choose_threshold
 
     sentences = read_sentences(dev, predictor.types)
@@ -57,7 +57,7 @@ def _facts(predictor: JointPredictor, sentences: list[Any], gold_entities: bool 
 
 def gold_entity_f1(predictor: JointPredictor, test: Path) -> float:
     """Strict relation micro-F1 on the test sentences given their gold entities (the pipeline rows' gold pairs)."""
-    from tacred.data.spert_layout import read_sentences
+    from tacred.datasets.spert_layout import read_sentences
     from tacred.evaluation.joint_scores import joint_scores, relations_at
 
     gold, found = _facts(predictor, read_sentences(test, predictor.types), gold_entities=True)
@@ -95,7 +95,7 @@ def run_joint_seed(spec: Spec, model: Model, seed: int, num_threads: int = 1) ->
     import torch
 
     from tacred.checkpoints import read_checkpoint, trained_seconds
-    from tacred.data.conll04 import read_conll04
+    from tacred.datasets.conll04 import read_conll04
     from tacred.evaluation.end_to_end import gold_documents, score_entities
     from tacred.experiments.end_to_end import OPERATING_POINTS, _step, record_path, score_relations_of
     from tacred.experiments.results import provenance

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tacred.data.spacy_pipeline import NOMINAL, map_ner, map_pos
 from tacred.extraction.answers import Mention
 from tacred.extraction.decisions import is_directed
 from tacred.extraction.signature_filter import SignatureFilter
+from tacred.text.spacy_pipeline import NOMINAL, map_ner, map_pos
 
 if TYPE_CHECKING:
     from spacy.tokens import Span

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tacred.data.schema import split_direction  # defined with the schema, which reads directed labels too
 from tacred.evaluation.decision import decide
 from tacred.extraction.answers import Mention, Relation
 from tacred.extraction.signature_filter import SignatureFilter
+from tacred.relation_types.schema import (
+    split_direction,  # defined with the schema, which reads directed labels too
+)
 
 
 def mirror(label: str) -> str:

@@ -34,9 +34,9 @@ class JointReader(Protocol):
 
 def word_pipeline(spacy_model: str | None, max_chars: int, one_sentence: bool = False) -> Language:
     """spaCy's tokenizer with sentence boundaries from the rule-based sentencizer (``one_sentence``: each text one
-    sentence), loaded once per process by :func:`tacred.data.spacy_pipeline.load_spacy`."""
-    from tacred.data.spacy_pipeline import load_spacy
+    sentence), loaded once per process by :func:`tacred.text.spacy_pipeline.load_spacy`."""
     from tacred.extraction.relations import _TextSteps
+    from tacred.text.spacy_pipeline import load_spacy
 
     nlp = load_spacy(spacy_model or None, NOT_NEEDED, _TextSteps(None, one_sentence))
     nlp.max_length = max(nlp.max_length, max_chars + 1)

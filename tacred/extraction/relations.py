@@ -70,7 +70,7 @@ class _TextSteps:
         from spacy.language import Language
 
         if self.ner is not None:
-            from tacred.data.ner_training import with_trained_ner
+            from tacred.ner.training import with_trained_ner
 
             nlp = with_trained_ner(nlp, self.ner)
         if self.one_sentence:
@@ -89,8 +89,8 @@ def text_pipeline(predictor: Predictor, spacy_model: str | None, max_chars: int,
     ``one_sentence``: none, each text is one sentence),
     entities (spaCy's own, or the trained NER of ``predictor.ner`` in its place), and the tagger when the model reads
     POS tags; texts up to ``max_chars`` characters. Loaded once per process and kind by
-    :func:`tacred.data.spacy_pipeline.load_spacy` (a worker process loads its own)."""
-    from tacred.data.spacy_pipeline import load_spacy
+    :func:`tacred.text.spacy_pipeline.load_spacy` (a worker process loads its own)."""
+    from tacred.text.spacy_pipeline import load_spacy
 
     rule = pair_rule(predictor.labels, predictor.encoder.no_relation, None)
     exclude = ["lemmatizer"]

@@ -1,5 +1,5 @@
 """Relation signatures applied to extraction: candidate pairs that no relation takes are not predicted, and a
-decided relation whose (subject type, object type) its signature does not allow (:mod:`tacred.data.signatures`: the
+decided relation whose (subject type, object type) its signature does not allow (:mod:`tacred.relation_types.signatures`: the
 label set's schema, else the pairs learned with support) is not reported."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from tacred.data.schema import split_direction
-from tacred.data.signatures import Signatures
+from tacred.relation_types.schema import split_direction
+from tacred.relation_types.signatures import Signatures
 
 log = logging.getLogger(__name__)
 

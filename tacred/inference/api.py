@@ -113,7 +113,7 @@ def resolve_model(path: str | Path) -> ModelSource:
 def with_ner(predictor: Predictor, ner: str | None, folders: list[Any]) -> Predictor:
     """``predictor`` with the entity source ``ner`` resolved (see :func:`load_model`; ``auto`` looks for ``ner/`` in
     ``folders``), a trained NER said on the ``tacred`` logger."""
-    from tacred.data.ner_training import model_folder, saved_ner
+    from tacred.ner.training import model_folder, saved_ner
 
     if ner in (None, "stock"):
         found = None

@@ -294,7 +294,7 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
     tuned = ckpt_path.parent / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
     if tuned.is_file():
         shutil.copy2(tuned, out / "threshold.json")
-    from tacred.data.ner_training import NER_FOLDER, saved_ner
+    from tacred.ner.training import NER_FOLDER, saved_ner
 
     ner = saved_ner([ckpt_path.parent, ckpt_path.parent.parent])  # `tacred ner train`'s, used by load_model too
     if ner is not None:

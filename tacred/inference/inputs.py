@@ -32,7 +32,7 @@ from tacred.inference.input_rules import (
 if TYPE_CHECKING:
     from spacy.language import Language
 
-    from tacred.data.annotate import Marked
+    from tacred.datasets.annotate import Marked
 
 __all__ = ["InputError", "InputReader", "as_items", "check_marked"]
 
@@ -150,7 +150,7 @@ class InputReader:
 
     # -- one input --------------------------------------------------------------------------------
     def _read(self, item: Any, slot: int) -> None:
-        from tacred.data.annotate import MarkerError, parse_markers, parse_offsets
+        from tacred.datasets.annotate import MarkerError, parse_markers, parse_offsets
 
         if isinstance(item, str):
             item = {"text": item}
@@ -221,7 +221,7 @@ class InputReader:
 
     # -- spaCy, once for all inputs that need it ------------------------------------------------------
     def _annotate(self, count: int) -> None:
-        from tacred.data.spacy_pipeline import SpanError, annotate_words, tacred_example, tokenize_with_spans
+        from tacred.text.spacy_pipeline import SpanError, annotate_words, tacred_example, tokenize_with_spans
 
         if self._texts:
             nlp = self.nlp()

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from tacred.data.joint_batching import JOINT_KEY, WordPieces, collate, encode_words
-from tacred.data.spert_layout import JointTypes
+from tacred.datasets.spert_layout import JointTypes
 from tacred.inference.input_rules import MAX_PAIRS, MAX_TOKENS, InputError, check_max_tokens
 from tacred.models.joint import JointNetwork, build_encoder, find
 

@@ -92,7 +92,7 @@ class Predictor:
     def nlp(self) -> Language:
         """The spaCy pipeline, loaded on first use."""
         if self._nlp is None:
-            from tacred.data.spacy_pipeline import load_spacy
+            from tacred.text.spacy_pipeline import load_spacy
 
             self._nlp = load_spacy(self.spacy_model)
         return self._nlp

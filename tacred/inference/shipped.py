@@ -233,8 +233,8 @@ class Split:
 
 
 def read_split(split_file: str | Path) -> Split:
-    from tacred.data.conversion import unconverted_gold
     from tacred.data.examples import check_data_file
+    from tacred.datasets.conversion import unconverted_gold
 
     path = check_data_file(split_file)
     examples = read_json(path)

@@ -1,6 +1,6 @@
 """Hyperparameters of the network: one dataclass, so each ablation is a few lines of YAML.
 
-Each field holds its default and, in its type, the rules its values keep (:mod:`tacred.option_rules`); a config
+Each field holds its default and, in its type, the rules its values keep (:mod:`tacred.options.rules`); a config
 checks itself when it is built. The attention variants declare their own fields in their files
 (:mod:`tacred.models.attention`), and :func:`with_variant_fields` adds them here.
 """
@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, fields, make_dataclass
 from typing import Any
 
 from tacred.models.attention import collect_hyperparameters
-from tacred.models.network_options import NetworkOptions, divides_the_model_dimension
-from tacred.option_rules import check
+from tacred.options.network import NetworkOptions, divides_the_model_dimension
+from tacred.options.rules import check
 
 __all__ = ["NetworkConfig", "NetworkOptions", "divides_the_model_dimension", "with_variant_fields"]
 
@@ -47,7 +47,7 @@ class NetworkConfig(NetworkOptions):
     ``gaussian_heads`` and the others set one variant.
     """
 
-    # the fields of NetworkOptions (tacred.models.network_options), then the attention variants' fields, added by
+    # the fields of NetworkOptions (tacred.options.network), then the attention variants' fields, added by
     # with_variant_fields
 
     def __post_init__(self) -> None:

@@ -50,8 +50,8 @@ class ModelAPI(ls.LitAPI):
         self.max_batch_inputs = max_batch_inputs
 
     def setup(self, device: str) -> None:
-        from tacred.data.spacy_pipeline import SpacyModelError
         from tacred.inference.api import load_model
+        from tacred.text.spacy_pipeline import SpacyModelError
 
         if self.num_threads:
             import torch
@@ -81,8 +81,8 @@ class RelationAPI(ModelAPI):
 
     # annotated as Request (a real class, not a string: LitServe reads the signature) for a parsed JSON body
     def decode_request(self, request: Request) -> "Decoded | Rejected":
-        from tacred.data.spacy_pipeline import SpacyModelError
         from tacred.inference.api import InputError
+        from tacred.text.spacy_pipeline import SpacyModelError
 
         if getattr(self.predictor, "kind", None) == "joint":
             return Rejected(422, f"{self.ckpt_path} is a joint entity-and-relation model: it reads raw text, "
@@ -114,8 +114,8 @@ class ExtractAPI(ModelAPI):
     signatures = True  # filter by the model's relation signatures, as tacred extract does by default
 
     def setup(self, device: str) -> None:
-        from tacred.data.spacy_pipeline import SpacyModelError
         from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+        from tacred.text.spacy_pipeline import SpacyModelError
 
         settings = ExtractorSettings(str(self.ckpt_path), device=device, threshold=self.threshold,
                                      spacy_model=self.spacy_model, max_tokens=self.max_tokens,

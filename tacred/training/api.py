@@ -181,7 +181,7 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
     import numpy as np
 
     from tacred.checkpoints import read_checkpoint, reading_once, resolve_checkpoint
-    from tacred.data.conversion import unconverted_gold
+    from tacred.datasets.conversion import unconverted_gold
     from tacred.devices import torch_device
     from tacred.evaluation.predictions import Evaluation
     from tacred.inference.trained import TrainedNetwork

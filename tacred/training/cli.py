@@ -16,7 +16,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
 from tacred.errors import ConfigError
-from tacred.option_rules import OptionError
+from tacred.options.rules import OptionError
 from tacred.training.callbacks import CheckpointReadOnce, LastCheckpoint, PredictionFileWriter
 from tacred.training.datamodule import TacredDataModule
 from tacred.training.module import RelationExtractor

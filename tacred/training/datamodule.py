@@ -15,15 +15,15 @@ from tacred.data.batching import BucketBatchSampler, EncodedSplit, encode_split
 from tacred.data.examples import Example, load_examples
 from tacred.data.labels import check_custom_labels, read_label_file
 from tacred.data.vocab import Vocabularies, build_vocabularies
-from tacred.option_rules import check
-from tacred.training.option_specs import DataOption
+from tacred.options.rules import check
+from tacred.options.specs import DataOption
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test", "predict")
 class TacredDataModule(L.LightningDataModule):
     """TACRED-format data for fit/validate/test/predict. Its options are checked when it is built, against the rules
-    in their annotations (:mod:`tacred.option_rules`); no file is read until the data is needed.
+    in their annotations (:mod:`tacred.options.rules`); no file is read until the data is needed.
 
     Args:
         data_dir: folder the split files are relative to (absolute file paths ignore it).
@@ -117,8 +117,8 @@ class TacredDataModule(L.LightningDataModule):
     def _with_lemmas(self, examples: list[Example]) -> list[Example]:
         from dataclasses import replace
 
-        from tacred.data.lemmas import lemmatize
-        from tacred.data.spacy_pipeline import load_spacy
+        from tacred.text.lemmas import lemmatize
+        from tacred.text.spacy_pipeline import load_spacy
 
         todo = [i for i, ex in enumerate(examples) if ex.lemmas is None]
         if not todo:
@@ -137,7 +137,7 @@ class TacredDataModule(L.LightningDataModule):
         if spec == "tacred":
             return list(C.TACRED_LABELS)
         if spec == "retacred":
-            from tacred.data.patch import RETACRED_LABELS
+            from tacred.datasets.patch import RETACRED_LABELS
 
             return list(RETACRED_LABELS)
         if spec != "auto":
@@ -152,7 +152,7 @@ class TacredDataModule(L.LightningDataModule):
                     seen.setdefault(ex.relation, str(self.path(split)))
         if set(seen) <= set(C.TACRED_LABELS):
             return list(C.TACRED_LABELS)
-        from tacred.data.patch import RETACRED_LABELS
+        from tacred.datasets.patch import RETACRED_LABELS
 
         if set(seen) <= set(RETACRED_LABELS) and self.no_relation == C.NO_RELATION:
             return list(RETACRED_LABELS)  # Re-TACRED's 40 labels in its authors' order

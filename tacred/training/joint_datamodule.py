@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 
 from tacred.data.batching import BucketBatchSampler
 from tacred.data.joint_batching import JOINT_KEY, JointSplit, WordPieces, encode_sentence
-from tacred.data.spert_layout import (
+from tacred.datasets.spert_layout import (
     JointSentence,
     JointTypes,
     check_known,

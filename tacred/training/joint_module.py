@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from lightning.pytorch.callbacks import Callback
 
 from tacred.data.joint_batching import IGNORED, JOINT_KEY, EncodedSentence, JointBatch
-from tacred.data.spert_layout import JointTypes
+from tacred.datasets.spert_layout import JointTypes
 from tacred.errors import ConfigError
 from tacred.evaluation.joint_scores import SentenceFacts, choose_threshold, joint_scores, relations_at
 from tacred.models.joint import JointNetwork, SentenceFound, build_encoder, find

@@ -33,8 +33,8 @@ def lightning_command(argv: list[str], callbacks: Sequence[Any] = (), keep_faile
 
 
 def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: bool) -> TacredCLI:
-    from tacred.training.command_checks import check_command, check_data_files
-    from tacred.training.config_files import check_config_files
+    from tacred.options.command_checks import check_command, check_data_files
+    from tacred.options.config_files import check_config_files
     from tacred.training.run_folder import RunFolderGuard
 
     guard = RunFolderGuard()
@@ -69,12 +69,12 @@ def _lightning_command(argv: list[str], callbacks: Sequence[Any], keep_failed: b
             checkpoint = read_checkpoint(ckpt_path)  # a corrupt file: one clear line before LightningCLI reads it
             warn_replaced_options(argv, checkpoint)
             argv = with_checkpoint_config(argv, checkpoint)
-            from tacred.training.command_checks import refuse_joint_predict
+            from tacred.options.command_checks import refuse_joint_predict
 
             refuse_joint_predict(argv)  # the checkpoint's own configuration may name the joint model
         check_data_files(argv)  # of the checkpoint's configuration with the command line's (each file read once)
+        from tacred.options.command_checks import given_config, is_joint
         from tacred.training.cli import JointCLI, TacredCLI
-        from tacred.training.command_checks import given_config, is_joint
 
         cli = JointCLI if is_joint(given_config(argv)) else TacredCLI
         extra: dict[str, Any] = {"trainer_defaults": {"callbacks": list(callbacks)}} if callbacks else {}

@@ -20,9 +20,9 @@ from tacred.evaluation.threshold import ThresholdError, apply_threshold, load_th
 from tacred.inference.trained import build_network, label_probabilities, load_trained
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput
-from tacred.option_rules import OptionError, check
+from tacred.options.rules import OptionError, check
+from tacred.options.specs import ModelOption
 from tacred.training.clipping import clip_grad_norm_, clip_grad_value_
-from tacred.training.option_specs import ModelOption
 from tacred.training.reproducibility import ReproducibleSteps
 from tacred.training.schedule import DecayOnStall, build_schedule
 
@@ -31,7 +31,7 @@ class RelationExtractor(L.LightningModule):
     """Relation classifier trained with SGD and the original code's learning-rate decay.
 
     Every option is checked when the module is built, against the rules in its annotation
-    (:mod:`tacred.option_rules`), before the vocabularies are read.
+    (:mod:`tacred.options.rules`), before the vocabularies are read.
 
     Args:
         vocab: the run's vocabularies (linked from the data module; saved in every checkpoint), or a function that

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tacred.data.conversion import unconverted_gold
+from tacred.datasets.conversion import unconverted_gold
 from tacred.evaluation.scoring import (
     format_report,
     format_semeval_report,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import CosineAnnealingLR, LambdaLR, LRScheduler, ReduceLROnPlateau
 
-from tacred.training.option_specs import DECAY_COMPARE, LR_SCHEDULES
+from tacred.options.specs import DECAY_COMPARE, LR_SCHEDULES
 
 
 class DecayOnStall(ReduceLROnPlateau):

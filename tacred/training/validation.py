@@ -1,5 +1,5 @@
 """The checks of the command line itself. Every class checks its own options when it is built (the network's
-config, the LightningModule, the data module: :mod:`tacred.option_rules`); here are the few Trainer options whose
+config, the LightningModule, the data module: :mod:`tacred.options.rules`); here are the few Trainer options whose
 bad values would otherwise fail late or pass silently, ``--num_threads``, and the names the command line gives an
 option in an error (``--model.network.num_heads``)."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from tacred.errors import LINK_SOURCES, ConfigError
 from tacred.models.config import NetworkConfig
-from tacred.option_rules import OptionError, shown
-from tacred.training.command_checks import check_trainer_and_threads
+from tacred.options.command_checks import check_trainer_and_threads
+from tacred.options.rules import OptionError, shown
 from tacred.training.datamodule import TacredDataModule
 from tacred.training.module import RelationExtractor
 
@@ -30,7 +30,7 @@ def command_line_error(err: OptionError) -> ConfigError:
 def check_command_line(cfg: Any) -> None:
     """The Trainer options of :data:`TRAINER_RULES`, the accelerator and ``--num_threads`` of a parsed command line,
     before anything is built (raises :class:`ConfigError`)."""
-    check_trainer_and_threads(cfg)  # the rules tacred.training.command_checks applied before Lightning loaded
+    check_trainer_and_threads(cfg)  # the rules tacred.options.command_checks applied before Lightning loaded
     trainer = cfg.get("trainer") or {}
     if trainer.get("accelerator") is not None:
         from tacred.devices import check_accelerator

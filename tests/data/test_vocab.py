@@ -87,7 +87,7 @@ def test_the_data_module_reuses_a_saved_vocabulary_instead_of_rebuilding(tmp_pat
 
 
 def test_retacred_labels_are_recognised(tmp_path, write_json):
-    from tacred.data.patch import RETACRED_LABELS
+    from tacred.datasets.patch import RETACRED_LABELS
 
     write_json("train.json", [make_example(0, "org:city_of_branch"), make_example(1, "per:identity")])
     write_json("dev.json", [make_example(2, "no_relation")])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tacred.commands.score_extraction import main
-from tacred.data.conll04 import read_conll04
+from tacred.datasets.conll04 import read_conll04
 from tacred.evaluation.end_to_end import (
     ExtractionScoreError,
     gold_documents,
@@ -19,7 +19,7 @@ from tacred.evaluation.end_to_end import (
     score_entities,
     score_relations,
 )
-from tests.data.test_conll04 import KILL, WORKS
+from tests.datasets.test_conll04 import KILL, WORKS
 
 # "John Smith works for Acme Corp. in Paris ." : John Smith [0, 10) Peop, Acme Corp. [21, 31) Org, Paris [35, 40) Loc
 # "Mary killed Bob on Tuesday ."                : Mary [0, 4) Peop, Bob [12, 15) Peop, Tuesday [19, 26) Other

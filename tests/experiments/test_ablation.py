@@ -509,7 +509,7 @@ def test_missing_config_and_unknown_only(tmp_path: Path, capsys: pytest.CaptureF
 # -- every ablation config on the real parser, plus one training step ------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     folder = tmp_path_factory.mktemp("tiny")
     write_corpus(folder, seed=3, n_train=40, n_dev=10, n_test=10)

@@ -341,7 +341,7 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
     redoes nothing."""
     from tacred.commands.ablate import main as ablate_main
     from tacred.commands.convert import main as convert_main
-    from tests.data.test_ner_training import release
+    from tests.ner_training.test_training import release
 
     gold = release(tmp_path / "gold")
     data = tmp_path / "data"
@@ -408,7 +408,7 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
     # entities with another one), and the caller's thread count is given back
     import torch
 
-    import tacred.data.conll04 as conll04
+    import tacred.datasets.conll04 as conll04
 
     seen, real = [], conll04.spacy_entities
     monkeypatch.setattr(conll04, "spacy_entities", lambda *a: seen.append(torch.get_num_threads()) or real(*a))

@@ -8,8 +8,8 @@ import pytest
 
 
 def test_the_mean_of_both_orders_in_the_first_orders_frame():
-    from tacred.data.schema import split_direction
     from tacred.extraction.decisions import DirectedLabels, mirror
+    from tacred.relation_types.schema import split_direction
 
     labels = ["no_relation", "per:employee_of(e1,e2)", "per:employee_of(e2,e1)", "org:founded(e1,e2)"]
     assert split_direction("per:employee_of(e2,e1)") == ("per:employee_of", "e2,e1")
@@ -30,9 +30,9 @@ def _mentions():
 
 
 def test_the_no_relation_rule_and_the_signatures_decide_what_is_reported():
-    from tacred.data.signatures import Signatures
     from tacred.extraction.decisions import decided_relations
     from tacred.extraction.signature_filter import SignatureFilter
+    from tacred.relation_types.signatures import Signatures
 
     labels = ["no_relation", "per:employee_of", "per:city_of_birth"]
     signatures = Signatures({"per:employee_of": frozenset({("PERSON", "ORGANIZATION")}),
@@ -74,8 +74,8 @@ def test_a_directed_pair_is_reported_once_in_the_relations_own_order_with_both_o
 
 
 def test_a_pair_is_possible_when_some_relation_takes_it_in_the_order_asked_or_either_order_when_both_are_asked():
-    from tacred.data.signatures import Signatures
     from tacred.extraction.signature_filter import SignatureFilter
+    from tacred.relation_types.signatures import Signatures
 
     labels = ["no_relation", "per:employee_of", "per:city_of_birth"]
     signatures = Signatures({"per:employee_of": frozenset({("PERSON", "ORGANIZATION")}),

@@ -125,7 +125,7 @@ TYPED_TEXT = "John Smith works for Acme Corp in Boston since 1990."
 
 
 def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
-    from tacred.data.signatures import Signatures
+    from tacred.relation_types.signatures import Signatures
 
     signatures = Signatures({"per:employee_of": frozenset({("PERSON", "ORGANIZATION")}),
                              "per:city_of_birth": frozenset({("PERSON", "CITY")})})
@@ -160,8 +160,8 @@ def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_o
 
 def test_the_checkpoint_of_an_earlier_version_still_extracts_within_the_schema(nlp, caplog, monkeypatch):
     from tacred import load_model
-    from tacred.data.schema import schema_pairs
     from tacred.extraction import signature_filter
+    from tacred.relation_types.schema import schema_pairs
     from tests.conftest import REPO
 
     monkeypatch.setattr(signature_filter, "_warned", False)
@@ -211,7 +211,7 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
         cli = extractor.process(Document("d", TEXT))
     finally:
         model.threshold = None
-    assert extractor.nlp is model.text_nlp  # one spaCy loader and cache (tacred.data.spacy_pipeline.load_spacy)
+    assert extractor.nlp is model.text_nlp  # one spaCy loader and cache (tacred.text.spacy_pipeline.load_spacy)
     assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
         (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
 
@@ -222,7 +222,7 @@ def test_tacred_extract_never_reports_a_relation_that_breaks_the_schema(checkpoi
     signatures it would not."""
     import json
 
-    from tacred.data.schema import schema_pairs
+    from tacred.relation_types.schema import schema_pairs
     from tests.conftest import run_in_process
 
     text = tmp_path / "news.txt"

@@ -26,9 +26,9 @@ def test_examples(checkpoint) -> list[dict]:
 
 
 def test_tacred_dicts_match_the_test_command_and_never_load_spacy(model, checkpoint, test_examples, monkeypatch):
-    from tacred.data import spacy_pipeline
     from tacred.data.batching import EncodedSplit
     from tacred.data.examples import Example
+    from tacred.text import spacy_pipeline
 
     monkeypatch.setattr(spacy_pipeline, "load_spacy", lambda *a, **k: pytest.fail("spaCy loaded for TACRED dicts"))
     preds = model.predict(test_examples)
@@ -76,7 +76,7 @@ def test_all_input_forms_agree(model, nlp):
         assert p.relation == preds[0].relation
         assert p.probability == pytest.approx(preds[0].probability, abs=1e-6)
     # the annotated example is the one `tacred annotate` writes for the same line
-    from tacred.data.annotate import annotate_marked
+    from tacred.datasets.annotate import annotate_marked
 
     ex = annotate_marked([MARKED], nlp=nlp)[0]
     assert model.predict(ex).probability == pytest.approx(preds[0].probability, abs=1e-6)
@@ -206,7 +206,7 @@ def test_an_input_error_names_the_position_of_the_input(model):
 def test_a_sentence_the_api_refuses_is_named_by_its_line_or_skipped(monkeypatch, capsys):
     """What only the API finds (spaCy cannot cut a marked span into tokens) is reported with the line it came from."""
     from tacred.commands.predict_raw import _predictions
-    from tacred.data.annotate import AnnotationError
+    from tacred.datasets.annotate import AnnotationError
     from tacred.inference.inputs import InputError
 
     class Refuses:  # stands in for a Predictor that cannot tokenise the inputs marked "bad"

@@ -193,7 +193,7 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path, n
     extraction from 150 of the raw test sentences, whose every unordered entity pair is asked in both orders."""
     if not (KBP37 / "test.txt").is_file():
         pytest.skip(f"KBP37 is not found at {KBP37}")
-    from tacred.data.kbp37 import KBP37_LABELS, convert_records, read_kbp37
+    from tacred.datasets.kbp37 import KBP37_LABELS, convert_records, read_kbp37
 
     data = tmp_path / "kbp37"
     splits = {"train": ("train.txt", 600), "dev": ("dev.txt", 100), "test": ("test.txt", 500)}
@@ -223,7 +223,7 @@ def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path,
     logits come from its sentence's terms and the object-position tables (PairScorer's table path)."""
     if not (CONLL04 / "conll04_test.json").is_file():
         pytest.skip(f"CoNLL04 is not found at {CONLL04}")
-    from tacred.data.conll04 import CONLL04_LABELS, SPLITS, convert_sentences, read_conll04
+    from tacred.datasets.conll04 import CONLL04_LABELS, SPLITS, convert_sentences, read_conll04
     from tacred.models.pair_scoring import PairScorer
 
     data = tmp_path / "conll04"

@@ -187,7 +187,7 @@ def test_extract_with_the_shipped_model(tmp_path: Path, nlp) -> None:
 
 
 def _converted(split: str, nlp):
-    from tacred.data.kbp37 import SPLITS, convert_records, read_kbp37
+    from tacred.datasets.kbp37 import SPLITS, convert_records, read_kbp37
     from tacred.inference.shipped import Split
 
     records = read_kbp37(KBP37_RELEASE / SPLITS[split])

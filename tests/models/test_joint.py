@@ -21,7 +21,7 @@ from tacred.data.joint_batching import (  # noqa: E402
     word_shape,
 )
 from tacred.data.markers import tokenizer_spec  # noqa: E402
-from tacred.data.spert_layout import read_sentences, read_types  # noqa: E402
+from tacred.datasets.spert_layout import read_sentences, read_types  # noqa: E402
 from tacred.models.joint import JointEncoded, JointNetwork, build_encoder, decode_entities, masked_max  # noqa: E402
 from tests.joint_corpus import corpus_words, write_joint_corpus  # noqa: E402
 from tests.tiny_bert import write_tiny_bert  # noqa: E402

@@ -24,7 +24,7 @@ SMALL = ["--model.network.word_dim", "24", "--model.network.ffn_dim", "16", "--m
 
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     folder = tmp_path_factory.mktemp("tiny")
     write_corpus(folder, seed=3, n_train=40, n_dev=12, n_test=12)

@@ -12,8 +12,8 @@ import time
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from tacred.data.conll04 import read_conll04
 from tacred.data.pretrained_packages import resolve_pretrained
+from tacred.datasets.conll04 import read_conll04
 
 torch.manual_seed(1)
 torch.set_num_threads(2)

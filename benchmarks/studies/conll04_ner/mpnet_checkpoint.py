@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from tacred.data import ner_loop
-from tacred.data.ner_training import train_ner
+from tacred.ner import loop as ner_loop
+from tacred.ner.training import train_ner
 
 ARGS = {"seed": 4, "max_epochs": 14, "eval_frequency": 58, "encoder": "transformer", "pretrained": "mpnet",
         "bf16": True, "learn_rate": 1e-4, "head_rate": 1e-3, "shape_width": 64, "with_dev": True}

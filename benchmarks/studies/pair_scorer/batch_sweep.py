@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from benchmarks import extract_throughput as et
-from tacred.data.synthetic import write_corpus
+from tacred.datasets.synthetic import write_corpus
 from tacred.extraction.documents import Document
 from tacred.extraction.output import Totals
 from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings

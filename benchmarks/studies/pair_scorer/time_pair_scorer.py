@@ -81,7 +81,7 @@ def recorded_batches(settings, ex, source, work: Path, documents: int = DOCUMENT
 
 
 def record(work: Path, quick: bool = False) -> None:
-    from tacred.data.synthetic import write_corpus
+    from tacred.datasets.synthetic import write_corpus
 
     write_corpus(work / "data", n_train=600, n_dev=100, n_test=200)
     bench._train("paper", work, work / "data", quick)

@@ -13,7 +13,7 @@ from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
 from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
-from tacred.option_rules import is_number
+from tacred.options.rules import is_number
 
 if TYPE_CHECKING:
     from tacred.models.config import NetworkConfig

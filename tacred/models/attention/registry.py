@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from torch import nn
 
 from tacred.models.attention.core import MultiHeadSelfAttention
-from tacred.option_rules import Rule
+from tacred.options.rules import Rule
 
 if TYPE_CHECKING:
     from tacred.models.config import NetworkConfig
@@ -31,7 +31,7 @@ NAME_OPTIONS = {"attention_bias": None, "attention_conv": "none"}
 class Hyperparameter:
     """A :class:`~tacred.models.config.NetworkConfig` field declared by the variant that reads it
     (``--model.network.<name>`` on the command line). Its rules go in its type, as for every field
-    (``Annotated[int, at_least(1)]``, :mod:`tacred.option_rules`); a rule may read the fields declared before it."""
+    (``Annotated[int, at_least(1)]``, :mod:`tacred.options.rules`); a rule may read the fields declared before it."""
 
     name: str
     type: Any

@@ -13,7 +13,7 @@ from torch import nn
 
 from tacred.models.attention.core import AttentionInputs
 from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
-from tacred.option_rules import at_least
+from tacred.options.rules import at_least
 
 if TYPE_CHECKING:
     from tacred.models.config import NetworkConfig

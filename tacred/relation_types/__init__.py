@@ -1,0 +1,1 @@
+"""What each relation may relate: the TAC KBP slot schema and the type pairs learned per relation (extraction, vocabularies)."""

@@ -1,0 +1,1 @@
+"""spaCy in place of CoreNLP: pipelines loaded once, tokens, tags, lemmas, a trained NER's transformer vectors."""
