@@ -16,6 +16,7 @@ import data_pipeline  # noqa: E402
 import end_to_end  # noqa: E402
 import extract_throughput  # noqa: E402
 import inference  # noqa: E402
+import joint_cost  # noqa: E402
 import relative_attention  # noqa: E402
 import serving  # noqa: E402
 import training  # noqa: E402
@@ -32,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[bool], str]] = {
     "serving": lambda quick: serving.run(quick).render(),
     "transformer": lambda quick: transformer.run(quick).render(),
     "extract": lambda quick: extract_throughput.run(quick, rounds=3).render(),
+    "joint": lambda quick: "\n".join(t.render() for t in joint_cost.run(quick)),
 }
 
 

@@ -1,0 +1,61 @@
+"""benchmarks/joint_cost.py runs end to end in its quick mode (tiny encoders, the tiny joint corpus) and prints its
+three tables, joint beside per pair, each with the machine it ran on. No figure is asserted: quick mode measures
+nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+from tests.test_benchmarks import table_rows
+
+pytestmark = pytest.mark.slow  # two tiny trainings, eight training rows' steps and six extraction rows (~20 s)
+
+
+@pytest.fixture(scope="module")
+def quick_output() -> str:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # see tests/test_benchmarks.py
+    ran = subprocess.run([sys.executable, str(REPO / "benchmarks" / "joint_cost.py"), "--quick"], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, f"joint_cost.py --quick failed:\n{ran.stdout[-3000:]}\n{ran.stderr[-3000:]}"
+    return ran.stdout
+
+
+def test_every_table_names_the_machine(quick_output: str) -> None:
+    assert quick_output.count("### ") == 3 and quick_output.count("- machine: ") == 3
+    assert "cores" in quick_output and "torch " in quick_output
+
+
+def test_encoder_passes_are_sentences_against_pairs(quick_output: str) -> None:
+    joint, pairs = table_rows(quick_output, "Joint vs per-pair: encoder passes per training epoch")
+    assert joint[0].startswith("joint") and pairs[0].startswith("per pair")
+    assert joint[1] == joint[2] == "48"  # the tiny corpus's training sentences: one pass each
+    n_pairs = int(pairs[2].replace(",", ""))
+    assert n_pairs > 48 and pairs[3] == f"{n_pairs / 48:.2f}×" and pairs[4].startswith("≥ 6×: ")
+
+
+def test_training_rows_set_joint_beside_per_pair_for_each_encoder(quick_output: str) -> None:
+    rows = table_rows(quick_output, "Joint vs per-pair: training seconds per epoch")
+    assert [(r[0].split(" (")[0], r[1], r[2]) for r in rows] == [
+        (encoder, model, batch) for encoder in ("MiniLM", "MPNet")
+        for model, batch in (("joint (sentences)", "8"), ("per pair (pairs)", "32"))]
+    for row in rows:
+        assert int(row[3]) > 0 and all(float(cell.replace(",", "")) > 0 for cell in row[4:7])
+        assert row[7].endswith("×") and row[8].replace(",", "").replace(".", "").isdigit()
+    assert "precision: " in quick_output
+
+
+def test_extraction_rows_cover_both_document_sets_and_say_what_they_ran(quick_output: str) -> None:
+    rows = table_rows(quick_output, "Joint vs pipeline: extraction sentences/s")
+    assert [r[0].split(" (")[0] for r in rows] == ["CoNLL04 test sentences"] * 3 + ["demo documents"] * 3
+    assert [r[1].split(",")[0].split(" (")[0] for r in rows] == ["spaCy NER + tagger", "joint tiny MPNet",
+                                                                "tiny MPNet pipeline"] * 2
+    for row in rows:
+        assert float(row[2].replace(",", "")) > 0 and row[3].endswith("×")
+    assert all(r[4].startswith("≥ 5×: ") and r[4].endswith("(stand-ins)") for r in rows[2::3])
+    assert "stand-in: untrained" in rows[1][1] and "stock NER" in rows[2][1]
+    assert "stand-ins (no --joint/--pipeline given)" in quick_output
