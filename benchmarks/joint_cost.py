@@ -135,7 +135,6 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
     counted = {"sentences": 0, "pairs": 0, "relations": 0}
     if task["what"] == "spacy_tagger":  # as extract_throughput.py's row: spaCy's NER + tagger, sentencizer first
         import spacy
-
         from tacred.data.spacy_pipeline import DEFAULT_MODELS
 
         nlp = spacy.load(next(m for m in DEFAULT_MODELS if spacy.util.is_package(m)),
@@ -194,6 +193,7 @@ def quick_inputs(scratch: Path) -> Inputs:
     sys.path.insert(0, str(REPO))
     from tacred.data.conll04 import write_release
     from tacred.data.synthetic import write_corpus
+
     from tests.joint_corpus import corpus_words as joint_words
     from tests.joint_corpus import write_joint_corpus
     from tests.tiny_bert import corpus_words, write_tiny_bert
@@ -298,7 +298,6 @@ def document_sets(inputs: Inputs, work: Path, quick: bool) -> list[tuple[str, Pa
     """(name, JSON Lines file, one sentence a document): CoNLL04's test sentences and the demo documents as
     extract_throughput.py builds them."""
     from extract_throughput import SENTENCES_PER_DOCUMENT, _documents
-
     from tacred.data.synthetic import write_corpus
 
     test = inputs.pairs / "documents" / "conll04_test.jsonl"
