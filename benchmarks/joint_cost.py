@@ -135,7 +135,8 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
     counted = {"sentences": 0, "pairs": 0, "relations": 0}
     if task["what"] == "spacy_tagger":  # as extract_throughput.py's row: spaCy's NER + tagger, sentencizer first
         import spacy
-        from tacred.data.spacy_pipeline import DEFAULT_MODELS
+
+        from tacred.text.spacy_pipeline import DEFAULT_MODELS
 
         nlp = spacy.load(next(m for m in DEFAULT_MODELS if spacy.util.is_package(m)),
                          exclude=["parser", "attribute_ruler", "lemmatizer"])
@@ -191,9 +192,8 @@ def quick_inputs(scratch: Path) -> Inputs:
     """The tiny joint corpus in SpERT's layout under CoNLL04's file names, its pairs (tacred convert conll04's
     code), and a tiny BERT and a tiny MPNet over its words."""
     sys.path.insert(0, str(REPO))
-    from tacred.data.conll04 import write_release
-    from tacred.data.synthetic import write_corpus
-
+    from tacred.datasets.conll04 import write_release
+    from tacred.datasets.synthetic import write_corpus
     from tests.joint_corpus import corpus_words as joint_words
     from tests.joint_corpus import write_joint_corpus
     from tests.tiny_bert import corpus_words, write_tiny_bert
@@ -227,7 +227,7 @@ def conll04_inputs(spert: Path, pairs: Path) -> Inputs | str:
 # -- the tables ------------------------------------------------------------------------------------
 def passes_table(inputs: Inputs) -> Table:
     """Encoder passes an epoch, counted: one a sentence (joint), one an ordered pair of gold entities (per pair)."""
-    from tacred.data.spert_layout import read_sentences
+    from tacred.datasets.spert_layout import read_sentences
 
     sentences = read_sentences(inputs.spert / SPLITS["train"])
     pairs = json.loads((inputs.pairs / "train.json").read_text(encoding="utf-8"))
@@ -298,7 +298,8 @@ def document_sets(inputs: Inputs, work: Path, quick: bool) -> list[tuple[str, Pa
     """(name, JSON Lines file, one sentence a document): CoNLL04's test sentences and the demo documents as
     extract_throughput.py builds them."""
     from extract_throughput import SENTENCES_PER_DOCUMENT, _documents
-    from tacred.data.synthetic import write_corpus
+
+    from tacred.datasets.synthetic import write_corpus
 
     test = inputs.pairs / "documents" / "conll04_test.jsonl"
     n_test = sum(1 for line in test.read_text(encoding="utf-8").splitlines() if line.strip())
