@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str]]:
     """Parse every line's markers or offsets without spaCy, so that errors come before anything slow is loaded:
     ``(line number, problem)`` of each bad line."""
-    from tacred.datasets.annotate import MarkerError, parse_markers, parse_offsets
+    from tacred.datasets.annotate import MarkerError, offsets_line, parse_markers, parse_offsets
     from tacred.inference.inputs import InputError, check_marked
 
     bad = []
@@ -87,11 +87,7 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
             if fmt == "marked":
                 check_marked(parse_markers(line.rstrip("\r\n")))
             else:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise MarkerError(f"invalid JSON ({err.msg} at column {err.colno})") from err
-                check_marked(parse_offsets(record)[0])
+                check_marked(parse_offsets(offsets_line(line, n))[0])
         except (MarkerError, InputError) as err:
             bad.append((n, str(err)))
     return bad
@@ -129,12 +125,13 @@ def _inputs(lines: list[str], fmt: str, source: str, skip: bool) -> tuple[list[A
     records, each with the id ``line-N`` unless its record gives one, and their line numbers. An id that repeats an
     earlier line's is an error; with ``skip`` that line is reported and left out (blanked in ``lines``)."""
     from tacred.datasets.annotate import AnnotationError
+    from tacred.io import json_line
 
     inputs, numbers, first = [], [], {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        item = {"text": line.rstrip("\r\n")} if fmt == "marked" else json.loads(line)
+        item = {"text": line.rstrip("\r\n")} if fmt == "marked" else json_line(line, n)
         ident = (None if item.get("id") is None else str(item["id"])) or f"line-{n}"
         if ident in first:
             error = AnnotationError(source, n, f"id {ident!r} repeats the id of line {first[ident]}; ids must be unique")
