@@ -19,7 +19,7 @@ from tacred.text.spacy_pipeline import (
     SpanError,
     TokenizedText,
     annotate_words,
-    load_spacy,
+    given_or_default,
     tacred_example,
     tokenize_with_spans,
 )
@@ -105,7 +105,7 @@ def _annotate(
     pending: list[tuple[int, str, Marked, str]], nlp: Language | None, source: str, batch_size: int
 ) -> list[dict[str, Any]]:
     """Tokenise, tag and convert ``(line, id, marked, relation)`` entries."""
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     tokenized: list[TokenizedText] = []
     for line_no, _, marked, _ in pending:
         try:
