@@ -87,7 +87,7 @@ def read_json(path: str | Path, **loads: Any) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"), **loads)
 
 
-class JsonLinesError(ValueError):
+class JsonLinesError(TacredError, ValueError):
     """A line of a JSON Lines text that is not JSON (``too_deep``: nested beyond Python's recursion limit);
     ``line`` counts from 1, ``msg`` and ``colno`` are json's message and column (``colno`` 0 when too deep),
     ``cause`` the error json raised."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
 from tacred.inference.input_rules import MAX_CHARACTERS
 from tacred.io import JsonLinesError, json_line
 
@@ -36,7 +37,7 @@ class BadDocument:
     reason: str
 
 
-class InputFormatError(ValueError):
+class InputFormatError(TacredError, ValueError):
     """A source that cannot be read at all (missing file, unknown format, a Parquet file without the columns)."""
 
 
