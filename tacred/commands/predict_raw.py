@@ -96,24 +96,25 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from tacred.datasets.annotate import AnnotationError
-    from tacred.errors import TacredError, read_text
+    from tacred.errors import ConfigError, TacredError, read_text, report
 
     source = "<stdin>" if args.sentences == "-" else args.sentences
     try:
         if args.batch_size < 1 or (args.num_threads is not None and args.num_threads < 1):
-            raise ValueError("--batch_size and --num_threads must be at least 1")
+            raise ConfigError("--batch_size and --num_threads must be at least 1")
         lines = read_text(args.sentences, "sentences").splitlines()
         if not any(line.strip() for line in lines):
-            raise ValueError(f"{source} holds no sentence")
+            raise TacredError(f"{source} holds no sentence")
         bad = _check_lines(lines, args.format, source)
         if bad and not args.skip_bad_lines:
             raise AnnotationError(source, *bad[0])
         from tacred.inference.api import resolve_model
 
         resolve_model(args.ckpt_path)  # a missing path, or an unknown model name (the error lists the shipped ones)
-    except (TacredError, OSError, ValueError) as err:
-        print(f"tacred predict: error: {err}", file=sys.stderr)
-        return 2
+    except TacredError as err:
+        return report("predict", err)
+    except (OSError, ValueError) as err:
+        return report("predict", TacredError(str(err)))  # printed as str() gives it, as this command always has
     for n, problem in bad:
         print(f"tacred predict: skipped {source}, line {n}: {problem}", file=sys.stderr)
         lines[n - 1] = ""  # blank lines are skipped, and the others keep their numbers
@@ -168,10 +169,8 @@ def _predictions(predictor: Predictor, inputs: list[Any], numbers: list[int], li
 
 
 def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: int) -> int:
-    from tacred.datasets.annotate import AnnotationError
-    from tacred.errors import TacredError
+    from tacred.errors import TacredError, report
     from tacred.inference.api import load_model
-    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     given = sum(1 for line in lines if line.strip())
@@ -185,9 +184,10 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
                                    spacy_model=args.spacy_model, batch_size=args.batch_size)
             inputs, numbers = _inputs(lines, args.format, source, args.skip_bad_lines)
             predictions = _predictions(predictor, inputs, numbers, lines, source, args.skip_bad_lines)
-    except (AnnotationError, SpacyModelError, TacredError, FileNotFoundError) as err:
-        print(f"tacred predict: error: {err}", file=sys.stderr)
-        return 2
+    except TacredError as err:  # AnnotationError and SpacyModelError among them
+        return report("predict", err)
+    except FileNotFoundError as err:
+        return report("predict", TacredError(str(err)))  # printed as str() gives it, as this command always has
     skipped += given - sum(1 for line in lines if line.strip())  # left out by _inputs and _predictions
     records = []
     for prediction in predictions:
