@@ -87,28 +87,34 @@ def read_json(path: str | Path, **loads: Any) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"), **loads)
 
 
-class JsonLinesError(ValueError):
+class JsonLinesError(TacredError, ValueError):
     """A line of a JSON Lines text that is not JSON (``too_deep``: nested beyond Python's recursion limit);
-    ``line`` counts from 1, ``msg`` is json's message."""
+    ``line`` counts from 1, ``msg`` and ``colno`` are json's message and column (``colno`` 0 when too deep),
+    ``cause`` the error json raised."""
 
-    def __init__(self, line: int, msg: str, too_deep: bool = False) -> None:
-        super().__init__(f"line {line}: " + ("JSON nested too deeply" if too_deep else f"invalid JSON: {msg}"))
-        self.line, self.msg, self.too_deep = line, msg, too_deep
+    def __init__(self, line: int, cause: ValueError | RecursionError) -> None:
+        self.too_deep = isinstance(cause, RecursionError)
+        self.msg = "nested too deeply" if self.too_deep else getattr(cause, "msg", str(cause))
+        self.line, self.colno, self.cause = line, getattr(cause, "colno", 0), cause
+        super().__init__(f"line {line}: " + ("JSON nested too deeply" if self.too_deep else f"invalid JSON: {self.msg}"))
+
+
+def json_line(line: str, number: int = 1) -> Any:
+    """The record of one line of JSON Lines (line ``number`` of its text); a line that is not JSON raises
+    :class:`JsonLinesError`. The one JSON Lines parser: :func:`jsonl_records` and every reader that goes line by line
+    use it."""
+    try:
+        return json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise JsonLinesError(number, err) from None
 
 
 def jsonl_records(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
     """``(line number, record)`` for every line that is not blank; a line that is not JSON raises
     :class:`JsonLinesError` with its number."""
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise JsonLinesError(number, err.msg) from None
-        except RecursionError:
-            raise JsonLinesError(number, "nested too deeply", too_deep=True) from None
-        yield number, record
+        if line.strip():
+            yield number, json_line(line, number)
 
 
 def write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -> Path:

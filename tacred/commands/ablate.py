@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.commands.parsing import OneLineParser
-from tacred.errors import report
+from tacred.errors import TacredError, report
 from tacred.experiments.ablation import (
     FIT_DONE_FILE,
     RESULT_FILE,
@@ -186,8 +186,7 @@ def render(args: argparse.Namespace, names: list[str] | None) -> int:
 
     results = load_results(args.out, names)
     if not results:
-        print(f"tacred ablate: error: no {RESULT_FILE} under {args.out}", file=sys.stderr)
-        return 2
+        return report("ablate", TacredError(f"no {RESULT_FILE} under {args.out}"))
     variants = list(dict.fromkeys(r.variant for r in results))
     tests = significance(args.out, variants, args.reference, args.resamples)
     curves = dev_curves(args.out, variants)

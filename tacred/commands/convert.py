@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.batch_size < 1:
-        print(f"tacred convert: error: --batch_size must be at least 1, got {args.batch_size}", file=sys.stderr)
-        return 2
+        return report("convert", ConfigError(f"--batch_size must be at least 1, got {args.batch_size}"))
     from tacred.datasets.conversion import check_output_folder
     from tacred.io import left_as_found
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from tacred.commands.parsing import OneLineParser
 
@@ -40,19 +39,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.checkpoints import CheckpointError
     from tacred.data.examples import DataFormatError
+    from tacred.errors import TacredError, report
 
     try:
         from tacred.inference.export import ExportError, export_folder
     except ImportError as err:  # pragma: no cover - torch.onnx is part of torch
-        print(f"tacred export: error: {err}", file=sys.stderr)
-        return 2
+        return report("export", TacredError(str(err)))
     try:
         if args.format == "onnx":
             import onnxruntime  # noqa: F401
     except ImportError:
-        print("tacred export: error: ONNX Runtime is not installed; in a clone of tacred: "
-              "pip install -e '.[export]'", file=sys.stderr)
-        return 2
+        return report("export", TacredError("ONNX Runtime is not installed; in a clone of tacred: "
+                                            "pip install -e '.[export]'"))
     from tacred.checkpoints import resolve_checkpoint
     from tacred.training.quiet import tacred_log_lines
 
@@ -62,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         summary = export_folder(ckpt_path, args.out, fmt=args.format, split_file=args.check_file,
                                 tolerance=args.tolerance, overwrite=args.overwrite, quantize=args.quantize,
                                 min_agreement=args.min_agreement)
-    except (CheckpointError, DataFormatError, ExportError, FileNotFoundError) as err:
-        print(f"tacred export: error: {err}", file=sys.stderr)
-        return 2
+    except (CheckpointError, DataFormatError, ExportError) as err:
+        return report("export", err)
+    except FileNotFoundError as err:
+        return report("export", TacredError(str(err)))  # printed as str() gives it, as this command always has
     if summary["onnx_max_abs_diff"] is not None:
         print(f"ONNX Runtime vs PyTorch on {summary['checked_on']} ({summary['examples']} examples): "
               f"largest absolute difference {summary['onnx_max_abs_diff']:.2e}")

@@ -87,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.errors import ConfigError, TacredError, one_line
-    from tacred.extraction.documents import InputFormatError, check_sources
+    from tacred.errors import ConfigError, TacredError, report
+    from tacred.extraction.documents import check_sources
 
     try:
         for name in ("max_pairs", "batch_size", "max_tokens", "num_threads", "workers", "chunk_size", "max_chars"):
@@ -107,9 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--engine ray reads files, not standard input (-): save the input to a file, or leave "
                               "out --engine ray")
         check_model(args.ckpt_path, args.ner)
-    except (TacredError, InputFormatError) as err:
-        print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    except TacredError as err:
+        return report("extract", err)
     return _extract(args)
 
 
@@ -150,15 +149,14 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
 def _extract(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from tacred.errors import TacredError, one_line
-    from tacred.extraction.documents import InputFormatError, read_documents
-    from tacred.extraction.output import OutputFolderError, ShardSink, StdoutSink
+    from tacred.errors import TacredError, report
+    from tacred.extraction.documents import read_documents
+    from tacred.extraction.output import ShardSink, StdoutSink
     from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
     from tacred.extraction.progress import Progress, count_documents
-    from tacred.extraction.ray_engine import RayEngineError, RayPipelineError
+    from tacred.extraction.ray_engine import RayPipelineError
     from tacred.extraction.runner import run_extraction
     from tacred.io import left_as_found
-    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     settings = ExtractorSettings(
@@ -190,15 +188,13 @@ def _extract(args: argparse.Namespace) -> int:
                     totals = run_extraction(settings, documents, sink, workers, args.chunk_size, progress,
                                             extractor if workers == 1 else None)
         except RayPipelineError as err:
-            print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
-            return 1
-        except (SpacyModelError, TacredError, FileNotFoundError, InputFormatError, OutputFolderError,
-                RayEngineError) as err:
-            print(f"tacred extract: error: {one_line(err)}", file=sys.stderr)
-            return 2
+            report("extract", err)
+            return 1  # the pipeline failed, not the input
+        except (TacredError, FileNotFoundError) as err:
+            return report("extract", err)
         except BrokenProcessPool as err:
             again = "; run the same command to go on where it stopped" if args.output else ""
-            print(f"tacred extract: error: a worker process died ({err}){again}", file=sys.stderr)
+            report("extract", TacredError(f"a worker process died ({err}){again}"))
             return 1
         except KeyboardInterrupt:
             again = " (run the same command to go on where it stopped)" if args.output else ""

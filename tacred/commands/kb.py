@@ -34,16 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from tacred.errors import TacredError, report
+
     if not args.mentions and args.query is None:
-        print("tacred kb: error: nothing to do: give mention files or folders to load, or --query (see tacred kb "
-              "--help)", file=sys.stderr)
-        return 2
+        return report("kb", TacredError("nothing to do: give mention files or folders to load, or --query (see "
+                                        "tacred kb --help)"))
     try:
         import duckdb
     except ImportError as err:
-        print(f"tacred kb: error: DuckDB is not installed ({err}); pip install 'tacred[kb]'", file=sys.stderr)
-        return 2
-    from tacred.errors import TacredError, one_line
+        return report("kb", TacredError(f"DuckDB is not installed ({err}); pip install 'tacred[kb]'"))
     from tacred.extraction.knowledge_base import load_mentions, query
 
     try:
@@ -54,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             columns, rows = query(args.db, args.query)
             for row in rows:
                 print(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False, default=str))
-    except (TacredError, OSError, duckdb.Error) as err:
-        print(f"tacred kb: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    except (TacredError, OSError) as err:
+        return report("kb", err)
+    except duckdb.Error as err:  # a bad --query, or a database DuckDB cannot open: the user's to fix
+        return report("kb", TacredError(str(err)))
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from pathlib import Path
 
 from tacred.commands.parsing import OneLineParser
@@ -20,7 +19,7 @@ from tacred.datasets.patch import (
     read_split,
     write_split,
 )
-from tacred.errors import report
+from tacred.errors import TacredError, report
 
 HELP = "Apply a TACREV or Re-TACRED patch (keyed by example id) to a TACRED split."
 
@@ -70,8 +69,7 @@ def _report(result: PatchResult, n_in: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.out.resolve() in {args.data.resolve(), args.patch.resolve()}:
-        print(f"tacred patch: error: OUT.json ({args.out}) must differ from DATA.json and PATCH.json", file=sys.stderr)
-        return 2
+        return report("patch", TacredError(f"OUT.json ({args.out}) must differ from DATA.json and PATCH.json"))
     try:
         patch_file = read_patch(args.patch)
         mode = args.mode or patch_file.layout

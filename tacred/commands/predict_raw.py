@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str]]:
     """Parse every line's markers or offsets without spaCy, so that errors come before anything slow is loaded:
     ``(line number, problem)`` of each bad line."""
-    from tacred.datasets.annotate import MarkerError, parse_markers, parse_offsets
+    from tacred.datasets.annotate import MarkerError, offsets_line, parse_markers, parse_offsets
     from tacred.inference.inputs import InputError, check_marked
 
     bad = []
@@ -87,11 +87,7 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
             if fmt == "marked":
                 check_marked(parse_markers(line.rstrip("\r\n")))
             else:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise MarkerError(f"invalid JSON ({err.msg} at column {err.colno})") from err
-                check_marked(parse_offsets(record)[0])
+                check_marked(parse_offsets(offsets_line(line, n))[0])
         except (MarkerError, InputError) as err:
             bad.append((n, str(err)))
     return bad
@@ -100,24 +96,25 @@ def _check_lines(lines: list[str], fmt: str, source: str) -> list[tuple[int, str
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from tacred.datasets.annotate import AnnotationError
-    from tacred.errors import TacredError, read_text
+    from tacred.errors import ConfigError, TacredError, read_text, report
 
     source = "<stdin>" if args.sentences == "-" else args.sentences
     try:
         if args.batch_size < 1 or (args.num_threads is not None and args.num_threads < 1):
-            raise ValueError("--batch_size and --num_threads must be at least 1")
+            raise ConfigError("--batch_size and --num_threads must be at least 1")
         lines = read_text(args.sentences, "sentences").splitlines()
         if not any(line.strip() for line in lines):
-            raise ValueError(f"{source} holds no sentence")
+            raise TacredError(f"{source} holds no sentence")
         bad = _check_lines(lines, args.format, source)
         if bad and not args.skip_bad_lines:
             raise AnnotationError(source, *bad[0])
         from tacred.inference.api import resolve_model
 
         resolve_model(args.ckpt_path)  # a missing path, or an unknown model name (the error lists the shipped ones)
-    except (TacredError, OSError, ValueError) as err:
-        print(f"tacred predict: error: {err}", file=sys.stderr)
-        return 2
+    except TacredError as err:
+        return report("predict", err)
+    except (OSError, ValueError) as err:
+        return report("predict", TacredError(str(err)))  # printed as str() gives it, as this command always has
     for n, problem in bad:
         print(f"tacred predict: skipped {source}, line {n}: {problem}", file=sys.stderr)
         lines[n - 1] = ""  # blank lines are skipped, and the others keep their numbers
@@ -129,12 +126,13 @@ def _inputs(lines: list[str], fmt: str, source: str, skip: bool) -> tuple[list[A
     records, each with the id ``line-N`` unless its record gives one, and their line numbers. An id that repeats an
     earlier line's is an error; with ``skip`` that line is reported and left out (blanked in ``lines``)."""
     from tacred.datasets.annotate import AnnotationError
+    from tacred.io import json_line
 
     inputs, numbers, first = [], [], {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        item = {"text": line.rstrip("\r\n")} if fmt == "marked" else json.loads(line)
+        item = {"text": line.rstrip("\r\n")} if fmt == "marked" else json_line(line, n)
         ident = (None if item.get("id") is None else str(item["id"])) or f"line-{n}"
         if ident in first:
             error = AnnotationError(source, n, f"id {ident!r} repeats the id of line {first[ident]}; ids must be unique")
@@ -171,10 +169,8 @@ def _predictions(predictor: Predictor, inputs: list[Any], numbers: list[int], li
 
 
 def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: int) -> int:
-    from tacred.datasets.annotate import AnnotationError
-    from tacred.errors import TacredError
+    from tacred.errors import TacredError, report
     from tacred.inference.api import load_model
-    from tacred.text.spacy_pipeline import SpacyModelError
     from tacred.training.quiet import tacred_log_lines
 
     given = sum(1 for line in lines if line.strip())
@@ -188,9 +184,10 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
                                    spacy_model=args.spacy_model, batch_size=args.batch_size)
             inputs, numbers = _inputs(lines, args.format, source, args.skip_bad_lines)
             predictions = _predictions(predictor, inputs, numbers, lines, source, args.skip_bad_lines)
-    except (AnnotationError, SpacyModelError, TacredError, FileNotFoundError) as err:
-        print(f"tacred predict: error: {err}", file=sys.stderr)
-        return 2
+    except TacredError as err:  # AnnotationError and SpacyModelError among them
+        return report("predict", err)
+    except FileNotFoundError as err:
+        return report("predict", TacredError(str(err)))  # printed as str() gives it, as this command always has
     skipped += given - sum(1 for line in lines if line.strip())  # left out by _inputs and _predictions
     records = []
     for prediction in predictions:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from tacred.commands.parsing import OneLineParser
-from tacred.errors import report
+from tacred.errors import TacredError, report
 
 HELP = "Score relations extracted from raw text against CoNLL04 gold sentences (strict, as SpERT)."
 
@@ -42,9 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.pred and not args.spacy_ner and not args.entities:
-        print("tacred score-extraction: error: nothing to score: give PRED, --spacy_ner or --entities",
-              file=sys.stderr)
-        return 2
+        return report("score-extraction", TacredError("nothing to score: give PRED, --spacy_ner or --entities"))
     from tacred.datasets.conll04 import CoNLL04Error, read_conll04, spacy_entities
     from tacred.evaluation.end_to_end import (
         ExtractionScoreError,

@@ -117,21 +117,21 @@ def _check(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tacred.errors import TacredError
+    from tacred.errors import TacredError, report
     from tacred.training.quiet import tacred_log_lines
 
     try:
         with tacred_log_lines():
             model = _check(args)
-    except (TacredError, FileNotFoundError) as err:
-        print(f"tacred serve: error: {err}", file=sys.stderr)
-        return 2
+    except TacredError as err:
+        return report("serve", err)
+    except FileNotFoundError as err:
+        return report("serve", TacredError(str(err)))  # printed as str() gives it, as this command always has
     try:
         from tacred.serving.server import build_server
     except ImportError as err:
-        print(f"tacred serve: error: LitServe is not installed ({err}); in a clone of tacred: pip install -e '.[serve]'",
-              file=sys.stderr)
-        return 2
+        return report("serve", TacredError(f"LitServe is not installed ({err}); in a clone of tacred: "
+                                           "pip install -e '.[serve]'"))
     server = build_server(model, threshold=args.threshold, spacy_model=args.spacy_model, num_threads=args.num_threads,
                           max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout, workers=args.workers,
                           device=args.device, timeout=args.timeout, max_body_bytes=args.max_body_bytes,

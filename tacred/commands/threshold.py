@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,11 +144,10 @@ def check_options(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from tacred.checkpoints import CheckpointError
-    from tacred.errors import LabelError
+    from tacred.errors import ConfigError, LabelError
 
     if args.batch_size < 1:
-        print(f"tacred threshold {args.action}: error: --batch_size must be at least 1", file=sys.stderr)
-        return 2
+        return report(f"threshold {args.action}", ConfigError("--batch_size must be at least 1"))
     try:
         check_options(args)
         return _tune(args) if args.action == "tune" else _apply(args)

@@ -63,13 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from tacred.errors import report
     from tacred.experiments.tuning import SearchSpace, TuneError
 
     try:
         return run(args, SearchSpace.load(args.space))
     except TuneError as err:
-        print(f"tacred tune: error: {err}", file=sys.stderr)
-        return 2
+        return report("tune", err)
 
 
 def run(args: argparse.Namespace, space: Any) -> int:

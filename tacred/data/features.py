@@ -10,6 +10,7 @@ import numpy as np
 
 from tacred.data.examples import Example
 from tacred.data.vocab import Vocabularies
+from tacred.errors import TacredError
 
 # the id arrays of one example, in the order of the network's inputs (ONNX input names: FEATURE_INPUTS)
 FEATURES = ("words", "pos", "ner", "subj", "obj")
@@ -18,7 +19,7 @@ FEATURE_INPUTS = {"words": "words", "pos": "pos", "ner": "ner", "subj": "subj_po
 WORD_INPUTS = (*FEATURE_INPUTS.values(), "pad_mask")
 
 
-class LemmaMissing(ValueError):
+class LemmaMissing(TacredError, ValueError):
     """An example without lemmas for a vocabulary of lemmas."""
 
 

@@ -7,7 +7,6 @@ Marked lines: ``<subj>Bill Gates</subj> founded <obj>Microsoft</obj> .``; a type
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
 from tacred.errors import TacredError
+from tacred.io import JsonLinesError, json_line
 from tacred.text.spacy_pipeline import (
     SpanError,
     TokenizedText,
     annotate_words,
-    load_spacy,
+    given_or_default,
     tacred_example,
     tokenize_with_spans,
 )
@@ -105,7 +105,7 @@ def _annotate(
     pending: list[tuple[int, str, Marked, str]], nlp: Language | None, source: str, batch_size: int
 ) -> list[dict[str, Any]]:
     """Tokenise, tag and convert ``(line, id, marked, relation)`` entries."""
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     tokenized: list[TokenizedText] = []
     for line_no, _, marked, _ in pending:
         try:
@@ -152,6 +152,15 @@ def _span(record: Mapping[str, Any], key: str, text: str) -> tuple[int, int]:
     return start, end
 
 
+def offsets_line(line: str, number: int = 1) -> Any:
+    """The JSON record of one line of an offsets file; a line that is not JSON is a :class:`MarkerError`."""
+    try:
+        return json_line(line, number)
+    except JsonLinesError as err:
+        raise MarkerError("JSON nested too deeply" if err.too_deep
+                          else f"invalid JSON ({err.msg} at column {err.colno})") from err
+
+
 def parse_offsets(record: Any) -> tuple[Marked, str | None, str]:
     """Validate one offsets record; return its :class:`Marked` form, optional id and relation."""
     if not isinstance(record, Mapping):
@@ -195,10 +204,7 @@ def annotate_offsets(
             if isinstance(record, str):
                 if not record.strip():
                     continue
-                try:
-                    record = json.loads(record)
-                except json.JSONDecodeError as err:
-                    raise MarkerError(f"invalid JSON ({err.msg} at column {err.colno})") from err
+                record = offsets_line(record, n)
             marked, ex_id, relation = parse_offsets(record)
         except MarkerError as err:
             raise AnnotationError(source, n, str(err)) from err

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tacred.constants import NO_RELATION
 from tacred.errors import TacredError
 from tacred.io import write_json, write_jsonl
-from tacred.text.spacy_pipeline import annotate_words, load_spacy, model_id, tacred_example
+from tacred.text.spacy_pipeline import annotate_words, given_or_default, load_spacy, model_id, tacred_example
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -212,7 +212,7 @@ def convert_sentences(sentences: Sequence[Sentence], prefix: str, nlp: Language 
                       batch_size: int = 256) -> list[dict[str, Any]]:
     """The TACRED dicts of every sentence with at least two entities, in file order."""
     paired = [s for s in sentences if len(s.entities) >= 2]
-    annotations = annotate_words((s.tokens for s in paired), nlp if nlp is not None else load_spacy(),
+    annotations = annotate_words((s.tokens for s in paired), given_or_default(nlp),
                                  batch_size=batch_size)
     return [ex for s, ann in zip(paired, annotations, strict=True) for ex in pair_examples(s, prefix, ann)]
 

@@ -23,6 +23,7 @@ from tacred.text.spacy_pipeline import (
     NOMINAL,
     Annotation,
     annotate_words,
+    given_or_default,
     load_spacy,
     model_id,
     tacred_example,
@@ -126,7 +127,7 @@ def convert_records(
 ) -> list[dict[str, Any]]:
     """TACRED dicts with ids ``kbp37-<prefix>-<file id>`` for the records that can be converted, in file order."""
     usable = [r for r in records if r.problem is None]
-    annotations = annotate_words((r.tokens for r in usable), nlp if nlp is not None else load_spacy(),
+    annotations = annotate_words((r.tokens for r in usable), given_or_default(nlp),
                                  batch_size=batch_size)
     return [
         tacred_example(f"kbp37-{prefix}-{rec.id}", ann, rec.subj, rec.obj, rec.relation,

@@ -101,7 +101,7 @@ def _listed(ids: list[str]) -> str:
     return shown + (f", ... ({len(ids) - _MAX_LISTED} more)" if len(ids) > _MAX_LISTED else "")
 
 
-class _DuplicateKey(Exception):
+class _DuplicateKey(TacredError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key

@@ -19,7 +19,13 @@ from tacred.datasets.annotate import MarkerError, parse_markers
 from tacred.datasets.release_blocks import labelled_sentences
 from tacred.errors import TacredError
 from tacred.io import write_json
-from tacred.text.spacy_pipeline import SpanError, annotate_spans, load_spacy, model_id, tacred_example
+from tacred.text.spacy_pipeline import (
+    SpanError,
+    annotate_spans,
+    given_or_default,
+    model_id,
+    tacred_example,
+)
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -67,7 +73,7 @@ def convert_records(
     records: Sequence[SemEvalRecord], prefix: str, nlp: Language | None = None, batch_size: int = 256
 ) -> list[dict[str, Any]]:
     """TACRED dicts with ids ``semeval-<prefix>-<file id>``; raises :class:`SemEvalError` on a bad sentence."""
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     items = []
     for rec in records:
         try:
@@ -143,7 +149,7 @@ def write_release(
     """Convert the release and write train/dev/test.json, labels.json, conversion.json and a README."""
     import spacy
 
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     start = time.perf_counter()
     splits = convert_release(src_dir, dev_size, seed, nlp, batch_size)
     seconds = time.perf_counter() - start

@@ -4,14 +4,15 @@ with its reason instead of ending the run."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
 from tacred.inference.input_rules import MAX_CHARACTERS
+from tacred.io import JsonLinesError, json_line
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -36,7 +37,7 @@ class BadDocument:
     reason: str
 
 
-class InputFormatError(ValueError):
+class InputFormatError(TacredError, ValueError):
     """A source that cannot be read at all (missing file, unknown format, a Parquet file without the columns)."""
 
 
@@ -89,9 +90,10 @@ def jsonl_document(raw: bytes, n: int, name: str, max_chars: int, text_column: s
     ``NAME:LINE``)."""
     where, ident = f"{name}, line {n}", f"{name}:{n}"
     try:
-        record = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        return BadDocument(ident, where, f"not a JSON line ({type(err).__name__}: {str(err)[:120]})")
+        record = json_line(raw.decode("utf-8"), n)
+    except (UnicodeDecodeError, JsonLinesError) as err:
+        cause = err.cause if isinstance(err, JsonLinesError) else err
+        return BadDocument(ident, where, f"not a JSON line ({type(cause).__name__}: {str(cause)[:120]})")
     if not isinstance(record, dict):
         return BadDocument(ident, where, f"a JSON {type(record).__name__}, not an object")
     if record.get(id_column) is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tacred.errors import TacredError
+from tacred.io import JsonLinesError, json_line
 
 MENTION_SUFFIXES = (".jsonl", ".parquet")
 # the one *.jsonl of an extraction folder that holds no mentions (its other files, extract.json, summary.json and
@@ -83,9 +84,9 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as err:
-                raise MentionFileError(f"{where}: not a JSON object ({getattr(err, 'msg', err)})") from None
+                record = json_line(line, number)
+            except JsonLinesError as err:
+                raise MentionFileError(f"{where}: not a JSON object ({getattr(err.cause, 'msg', err.cause)})") from None
             yield where, record
 
 

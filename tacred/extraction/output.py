@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from tacred.errors import TacredError
 from tacred.extraction.answers import DocumentResult
 from tacred.extraction.documents import BadDocument, Document
 from tacred.extraction.mention_files import MANIFEST, read_mention_records
@@ -21,7 +22,7 @@ from tacred.io import write_text_atomic
 SHARD_FORMATS = ("jsonl", "parquet")
 
 
-class OutputFolderError(ValueError):
+class OutputFolderError(TacredError, ValueError):
     """An --output folder that holds something other than this command's output."""
 
 

@@ -20,12 +20,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
 from tacred.extraction.documents import InputFormatError, folder_files, format_of
 from tacred.extraction.output import ShardSink, Totals
 from tacred.extraction.pipeline import ExtractorSettings
 
 
-class RayEngineError(RuntimeError):
+class RayEngineError(TacredError, RuntimeError):
     """Ray is missing, no Ray cluster answers at the address given, or the input is not one Ray can read."""
 
 

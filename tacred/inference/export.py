@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tacred.errors import TacredError
 from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ __all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
 OPSET = 17
 
 
-class ExportError(RuntimeError):
+class ExportError(TacredError, RuntimeError):
     """An export that cannot be written or does not reproduce the PyTorch model."""
 
 

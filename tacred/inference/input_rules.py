@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Set
 
+from tacred.errors import TacredError
+
 MAX_TOKENS = 512  # tokens per input by default: TACRED's longest sentence has 96, SemEval's 97 (spaCy tokens)
 MAX_CHARACTERS = 1_000_000  # characters per input: spaCy's own limit (its nlp.max_length, error E088)
 MAX_PAIRS = 100  # candidate pairs predicted per text in extraction (the closest together when there are more)
 
 
-class InputError(ValueError):
+class InputError(TacredError, ValueError):
     """An input the model cannot read; the message names the item and the problem. ``item`` is the input's position
     in the list given (None when no one input is at fault) and ``problem`` the message without the position."""
 

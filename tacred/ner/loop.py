@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy
 
+from tacred.errors import TacredError
+
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"  # OUT/checkpoint: model/ (nlp.to_disk) and state.pkl
@@ -32,7 +34,7 @@ STATE = "state.pkl"
 CHECKPOINT_MINUTES = 10.0
 
 
-class ResumeError(ValueError):
+class ResumeError(TacredError, ValueError):
     """A checkpoint that cannot be resumed here (written for another config or corpus, or unreadable)."""
 
 

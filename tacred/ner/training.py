@@ -80,13 +80,10 @@ def base_pipeline(base_model: str, labels: Sequence[str]) -> Language:
     """A blank English pipeline holding ``base_model``'s NER (its own tok2vec), with ``labels`` added."""
     import spacy
 
-    from tacred.text.spacy_pipeline import SpacyModelError
+    from tacred.text.spacy_pipeline import SpacyModelError, open_spacy
 
-    try:
-        source = spacy.load(base_model, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "senter"])
-    except OSError as err:
-        raise SpacyModelError(f"spaCy model '{base_model}' cannot be loaded ({err}); install it or pass "
-                              "--base_model") from err
+    source = open_spacy(base_model, ["parser", "tagger", "attribute_ruler", "lemmatizer", "senter"],
+                        "install it or pass --base_model")
     if "ner" not in source.pipe_names:
         raise SpacyModelError(f"spaCy model '{base_model}' has no 'ner' component to start from")
     nlp = spacy.blank("en")
@@ -409,13 +406,10 @@ def saved_ner(folders: Iterable[str | Path]) -> Path | None:
 def with_trained_ner(nlp: Language, folder: str | Path) -> Language:
     """``nlp`` with its NER replaced by the trained one in ``folder``, whose labels (the dataset's types) become the
     relation model's entity types (:data:`TYPES_FILE`) on every doc."""
-    import spacy
-
-    from tacred.text.ner_encoder import register
+    from tacred.text.spacy_pipeline import open_spacy
 
     folder = model_folder(folder)
-    register()  # a NER over a transformer names its architecture in its config
-    trained = spacy.load(folder)
+    trained = open_spacy(folder)  # a NER over a transformer names its architecture in its config: open_spacy registers it
     if "ner" not in trained.pipe_names:
         raise NerTrainingError(f"{folder}: the pipeline has no 'ner' component")
     if "ner" in nlp.pipe_names:

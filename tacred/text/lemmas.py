@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tacred.io import read_json, write_json
-from tacred.text.spacy_pipeline import load_spacy, model_id
+from tacred.text.spacy_pipeline import given_or_default, model_id
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -64,7 +64,7 @@ def lemmatize(
     The cache file is ``<cache_dir>/<sha256>.json``, written atomically; a file that cannot be read
     (e.g. truncated by hand) is recomputed and replaced.
     """
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = folder / f"{cache_key(tokens_list, model_id(nlp))}.json"
     if path.is_file():

@@ -21,11 +21,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tacred.errors import TacredError
+
 ARCHITECTURE = "tacred.TransformerTokenVectors.v1"
 OFFSET_POSITIONS = ("mpnet", "roberta", "xlm-roberta", "camembert")
 
 
-class NerEncoderError(ValueError):
+class NerEncoderError(TacredError, ValueError):
     """A model folder the NER's encoder cannot read (names the folder and what is missing)."""
 
 

@@ -24,6 +24,8 @@ from tacred.constants import NO_RELATION, POS_TAGS
 from tacred.errors import TacredError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from spacy.language import Language
 
 DEFAULT_MODELS = (
@@ -93,18 +95,32 @@ def load_spacy(name: str | None = None, exclude: Sequence[str] = (),
         name = installed[0]
     key = (name, tuple(exclude), finish)
     if key not in _LOADED:
-        from tacred.text.ner_encoder import register
-
-        register()  # a NER trained over a transformer (tacred ner train) names this architecture in its config
-        try:
-            nlp = spacy.load(name, exclude=list(exclude))
-        except OSError as err:
-            raise SpacyModelError(
-                f"spaCy model '{name}' cannot be loaded ({err}); install it with "
-                f"`python -m spacy download {name}` or pass another model with --spacy_model"
-            ) from err
+        nlp = open_spacy(name, exclude, f"install it with `python -m spacy download {name}` or pass another model "
+                                        "with --spacy_model")
         _LOADED[key] = nlp if finish is None else finish(nlp)
     return _LOADED[key]
+
+
+def open_spacy(name: str | Path, exclude: Sequence[str] = (), advice: str | None = None) -> Language:
+    """A fresh copy of the spaCy pipeline ``name`` (a package or a folder), not cached: the one call of
+    ``spacy.load``, for :func:`load_spacy` and for pipelines that are changed once loaded (``tacred ner train``).
+    With ``advice``, a pipeline that cannot be loaded is a :class:`SpacyModelError` that ends with it."""
+    import spacy
+
+    from tacred.text.ner_encoder import register
+
+    register()  # a NER trained over a transformer (tacred ner train) names this architecture in its config
+    try:
+        return spacy.load(name, exclude=list(exclude))
+    except OSError as err:
+        if advice is None:
+            raise
+        raise SpacyModelError(f"spaCy model '{name}' cannot be loaded ({err}); {advice}") from err
+
+
+def given_or_default(nlp: Language | None) -> Language:
+    """``nlp``, or the default pipeline (:func:`load_spacy`) when none is given."""
+    return nlp if nlp is not None else load_spacy()
 
 
 def model_id(nlp: Language) -> str:
@@ -184,7 +200,7 @@ def annotate_words(
     """Tag and NER-label pre-tokenised sentences (one :class:`Annotation` per sentence, same tokens)."""
     from spacy.tokens import Doc
 
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     docs = []
     spaces_iter = iter(spaces_list) if spaces_list is not None else None
     for n, words in enumerate(words_list):
@@ -220,7 +236,7 @@ def annotate_spans(
 
     ``where`` (e.g. ``"train.txt line 5 (id 2)"``) prefixes the message of a :class:`SpanError`.
     """
-    nlp = nlp if nlp is not None else load_spacy()
+    nlp = given_or_default(nlp)
     tokenized = []
     for where, text, spans in items:
         try:
