@@ -76,6 +76,16 @@ SKIPPED = {
                                                 "training",
     "tacred extract data/conll04/": "needs CoNLL04 converted from ../shared/data and a model trained on it",
     "tacred score-extraction ../shared/data/conll04": "reads the CoNLL04 release outside the clone",
+    "tacred end-to-end docs/results/conll04/end_to_end.yaml": HOURS + " (it trains the joint rows' missing seeds); "
+        "tests/experiments/test_end_to_end_results.py holds the committed table to the committed records",
+    "tacred fit --config configs/conll04/joint_minilm.yaml": "needs CoNLL04 from ../shared/data (make conll04-data) "
+        "and about 25 min on 2 cores; tests/training/test_joint_module.py trains it on a tiny encoder",
+    "tacred test --ckpt_path runs/joint_minilm": "needs the joint run trained by the command before; "
+        "tests/training/test_joint_module.py tests one",
+    "tacred extract docs.jsonl --ckpt_path runs/joint_minilm": "needs the joint run trained by the command before; "
+        "tests/training/test_joint_module.py extracts with one",
+    "tacred serve --ckpt_path runs/joint_minilm": "needs the joint run trained by the command before; "
+        "tests/training/test_joint_module.py serves one",
     "tacred ner train --data ../shared/data/conll04": "reads the CoNLL04 release outside the clone; "
                                                       "tests/ner_training/test_training.py trains on sentences it writes",
     "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",

@@ -34,7 +34,7 @@ def test_a_joint_row_trains_extracts_scores_and_tabulates_its_seed(tmp_path: Pat
     documents.write_text("".join(json.dumps({"id": f"test-{i}", "text": " ".join(s["tokens"])}) + "\n"
                                  for i, s in enumerate(sentences)))
     spec = {"title": "tiny", "marker": "tiny", "measure": "tiny test set",
-            "end_to_end": {"results": "results", "runs_dir": str(tmp_path / "runs"), "gold": str(corpus / "test.json"),
+            "end_to_end": {"results": "results", "out": ".", "runs_dir": str(tmp_path / "runs"), "gold": str(corpus / "test.json"),
                            "train_data": str(corpus), "documents": str(documents), "data_dir": str(corpus)},
             "models": [{"key": "joint", "name": "joint tiny", "inputs": "tiny", "variant": "joint_tiny",
                         "config": str(tmp_path / "joint.yaml"), "seeds": [1], "target": {"micro_f1": 50.0}}],
