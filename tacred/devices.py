@@ -91,7 +91,7 @@ def keep_freed_memory() -> bool:
     """Have glibc's malloc keep the memory a batch frees for the next batch (True where it is glibc's). By default
     an allocation above 32 MiB gets fresh pages from the kernel and returns them when freed, so every batch of the
     relation model paid the kernel to zero its largest buffers again; the process's peak memory is unchanged, but it
-    stays at its peak. Training gains as much: a MiniLM joint model's batches took 26% less time (docs/joint.md)."""
+    stays at its peak. Training gains too: its batches free and allocate buffers of the same sizes step after step."""
     import ctypes
     import ctypes.util
 
