@@ -37,6 +37,22 @@ def resolve_device(asked: str, cuda_devices: int, why_none: str = "no CUDA devic
     raise DeviceError(f"device {asked!r}: expected one of {DEVICE_HELP}")
 
 
+def check_device_name(asked: str) -> None:
+    """``asked`` checked without importing torch: a name of the rule, and no CUDA device asked for on a machine
+    without NVIDIA's driver (torch's own view is taken later, where there is one)."""
+    import os
+    import shutil
+
+    name = str(asked).strip().lower()
+    if name in ("mps",):
+        return
+    resolve_device(asked, 1 << 16)  # the name's form (any device number passes here)
+    if name in ("cuda", "gpu") or name.startswith("cuda:"):
+        if not os.path.exists("/proc/driver/nvidia/version") and shutil.which("nvidia-smi") is None:
+            raise DeviceError(f"device {asked!r}: CUDA is not available here (no NVIDIA driver is installed); use "
+                              "--device auto or cpu")
+
+
 def _torch_cuda() -> tuple[int, str]:
     """How many CUDA devices torch sees, and why none when there are none."""
     import torch

