@@ -5,10 +5,8 @@ needs (types, tokenizer, widest span)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -67,8 +65,10 @@ class JointExtractor(L.LightningModule):
                  signatures: list | Callable[[], list] | None = None, use_signatures: bool = True,
                  transformer_config: dict | None = None) -> None:
         super().__init__()
-        for name, value in (("lr", lr), ("weight_decay", weight_decay + 1e-12), ("relation_weight", relation_weight)):
+        for name, value in (("lr", lr), ("relation_weight", relation_weight)):
             _positive(name, value)
+        if not (isinstance(weight_decay, int | float) and not isinstance(weight_decay, bool) and weight_decay >= 0):
+            raise ConfigError(f"--model.weight_decay {weight_decay!r}: must be a number >= 0")
         _positive("head_lr", head_lr, none_ok=True)
         for name, value in (("width_dim", width_dim), ("type_dim", type_dim), ("hidden", hidden)):
             _positive(name, value, integer=True)
@@ -160,16 +160,17 @@ class JointExtractor(L.LightningModule):
             self._facts = []
 
     def on_test_epoch_end(self) -> None:
-        from tacred.io import write_json
+        from tacred.io import write_json, write_jsonl
+        from tacred.training.reports import fresh_names, output_dir
 
         scores = self._scores("test")
         found = scores.pop("found")
-        out = Path(self.output_dir or self.trainer.default_root_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "test_metrics.json", scores)
-        predictions = [{"entities": sorted(f.entities), "relations": sorted(f.relations)} for f in found]
-        (out / "test_predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions),
-                                                    encoding="utf-8")
+        # the relation models' rule: earlier outputs kept under their names unless --overwrite
+        metrics_path, predictions_path = fresh_names(output_dir(self), ["test_metrics.json", "test_predictions.jsonl"],
+                                                     getattr(self, "overwrite_outputs", False))
+        write_json(metrics_path, scores)
+        write_jsonl(predictions_path, ({"entities": sorted(f.entities), "relations": sorted(f.relations)}
+                                       for f in found))
         s = scores["strict"]["micro"]
         log.info("test: relations strict P %.2f R %.2f F1 %.2f, macro-F1 %.2f; NER F1 %.2f (threshold %.2f)",
                  s["precision"], s["recall"], s["f1"], scores["strict"]["macro"]["f1"],
