@@ -27,9 +27,9 @@ class JointReader(Protocol):
 
     spacy_model: str | None
 
-    def fits(self, words: Sequence[str]) -> bool: ...
+    def encode(self, words: Sequence[str]) -> Any: ...
 
-    def read(self, sentences: Sequence[Sequence[str]]) -> list[Any]: ...
+    def read_encoded(self, encoded: Sequence[Any]) -> list[Any]: ...
 
 
 def word_pipeline(spacy_model: str | None, max_chars: int, one_sentence: bool = False) -> Language:
@@ -56,7 +56,7 @@ def joint_relations_in_docs(predictor: JointReader, docs: Iterable[Doc], names: 
     """For each spaCy doc, the entities and relations the joint model finds in its sentences (preprocess: the
     sentences' words; forward: one pass a sentence; postprocess: character offsets and records)."""
     texts: list[JointText] = []
-    asked: list[list[str]] = []
+    asked: list[Any] = []  # each sentence tokenised once (word pieces), as the model reads it
     owners: list[tuple[int, int, list[tuple[int, int]], str]] = []  # (text, sentence, words' offsets, its text)
     for n, doc in enumerate(docs):
         sentences = []
@@ -65,14 +65,15 @@ def joint_relations_in_docs(predictor: JointReader, docs: Iterable[Doc], names: 
             words = [t for t in sent if not t.is_space and t.text.strip()]
             if not words:
                 continue
-            if not predictor.fits([t.text for t in words]):
+            encoded = predictor.encode([t.text for t in words])
+            if encoded is None:
                 log.warning("%s: sentence %d (%d words) is skipped: longer than the model reads", names[n], k,
                             len(words))
                 continue
-            asked.append([t.text for t in words])
+            asked.append(encoded)
             owners.append((n, k, [(t.idx, t.idx + len(t.text)) for t in words], doc.text))
         texts.append(JointText(TextRelations([], sentences, 0), []))
-    for (n, k, offsets, text), result in zip(owners, predictor.read(asked), strict=True):
+    for (n, k, offsets, text), result in zip(owners, predictor.read_encoded(asked), strict=True):
         mentions = []
         for e in result.entities:
             start, end = offsets[e.start][0], offsets[e.end - 1][1]

@@ -46,6 +46,7 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     """
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     source = resolve_model(path)
+    given = threshold
     threshold = tuned_threshold(source.threshold_folder) if threshold is None else threshold
     if source.kind == "export":
         from tacred.inference.onnx_backend import OnnxRelationModel
@@ -65,9 +66,8 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     if is_joint_checkpoint(checkpoint):  # entities come from the model itself: no NER to attach
         if ner not in (None, "auto", "stock"):
             raise InputError(f"--ner {ner}: {source.path} is a joint model, which finds its own entities")
-        return JointPredictor(checkpoint, source.path, device=device,
-                              threshold=None if threshold is None or str(threshold).endswith(".json") else threshold,
-                              **options)
+        # its dev threshold is in the checkpoint; a given one is a probability, a threshold.json is refused there
+        return JointPredictor(checkpoint, source.path, device=device, threshold=given, **options)
     predictor = reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold,
                                                    checkpoint=checkpoint, **options))
     return with_ner(predictor, ner, [source.path.parent, source.path.parent.parent])

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from tacred.data.joint_batching import JOINT_KEY, WordPieces, collate, encode_words
+from tacred.data.joint_batching import JOINT_KEY, EncodedSentence, WordPieces, collate, encode_words
 from tacred.datasets.spert_layout import JointTypes
 from tacred.inference.input_rules import MAX_PAIRS, MAX_TOKENS, InputError, check_max_tokens
 from tacred.models.joint import JointNetwork, build_encoder, find
@@ -71,7 +71,7 @@ class JointPredictor:
             self.threshold, self.threshold_source = float(saved.get("threshold", 0.5)), "checkpoint"
         else:
             try:
-                self.threshold = float(threshold)
+                self.threshold = float(threshold)  # a threshold.json (the relation models') is no number: refused
             except ValueError:
                 raise InputError(f"threshold {threshold!r}: a joint model's relation threshold is a probability "
                                  "in (0, 1)") from None
@@ -96,17 +96,24 @@ class JointPredictor:
     def labels(self) -> list[str]:
         return list(self.types.relations)
 
-    def fits(self, words: Sequence[str]) -> bool:
-        """Whether a sentence of these words can be read whole (the word and word-piece limits)."""
-        if self.max_tokens is not None and len(words) > self.max_tokens:
-            return False
-        return len(self.pieces.encode(words)[0]) <= self.pieces.max_length
+    def encode(self, words: Sequence[str]) -> EncodedSentence | None:
+        """A sentence's arrays, or None when it cannot be read whole (over ``max_tokens`` words or the encoder's
+        word pieces): extraction tokenises each sentence once, here, and skips those."""
+        if not words or (self.max_tokens is not None and len(words) > self.max_tokens):
+            return None
+        encoded = encode_words(words, self.pieces)
+        return encoded if len(encoded.input_ids) <= self.pieces.max_length else None
 
     def read(self, sentences: Sequence[Sequence[str]]) -> list[SentenceResult]:
         """Each sentence's entities (word spans) and relations, in order; sentences go through the encoder in
         batches of similar length. A sentence over the encoder's length is an :class:`InputError`."""
+        return self.read_encoded(self._encoded(sentences))
+
+    def read_encoded(self, encoded: Sequence[EncodedSentence]) -> list[SentenceResult]:
+        """:meth:`read` of sentences :meth:`encode` gave: each pair's most likely relation where it reaches the
+        threshold."""
         results = []
-        for entities, candidates in self.read_candidates(sentences):
+        for entities, candidates in self._candidates(encoded):
             best: dict[tuple[int, int], tuple[float, str]] = {}
             for h, t, rel, p in candidates:
                 if p >= self.threshold and p > best.get((h, t), (-1.0, ""))[0]:
@@ -121,6 +128,11 @@ class JointPredictor:
         """Each sentence's entities and every ordered pair of them with each relation's probability (head and tail
         index the entities), before any threshold; ``entities``: score the pairs of these (start, end, type) instead
         of the ones the model finds (the relation step alone)."""
+        given = None if entities is None else [
+            [(s, e, self.types.entities.index(kind), 1.0) for s, e, kind in sent] for sent in entities]
+        return self._candidates(self._encoded(sentences), given)
+
+    def _encoded(self, sentences: Sequence[Sequence[str]]) -> list[EncodedSentence]:
         encoded = []
         for k, words in enumerate(sentences):
             if not words:
@@ -129,8 +141,10 @@ class JointPredictor:
             if len(encoded[-1].input_ids) > self.pieces.max_length:
                 raise InputError(f"sentence {k}: {len(encoded[-1].input_ids)} word pieces, more than the "
                                  f"{self.pieces.max_length} the encoder reads")
-        given = None if entities is None else [
-            [(s, e, self.types.entities.index(kind), 1.0) for s, e, kind in sent] for sent in entities]
+        return encoded
+
+    def _candidates(self, encoded: Sequence[EncodedSentence], given: list[list[Any]] | None = None,
+                    ) -> list[tuple[list[FoundEntity], list[tuple[int, int, str, float]]]]:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         results: list[Any] = [None] * len(encoded)
         for at in range(0, len(order), self.batch_size):
