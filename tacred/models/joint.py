@@ -29,13 +29,13 @@ class JointEncoded:
     word_counts: torch.Tensor  # (B,)
 
 
-def masked_max(words: torch.Tensor, rows: torch.Tensor, start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
-    """The max over words ``[start, end)`` of sentence ``rows`` for each of P spans, zeros for an empty range:
-    words (B, W, H), rows/start/end (P,) → (P, H)."""
-    positions = torch.arange(words.shape[1], device=words.device)  # (W,)
+def masked_max(chosen: torch.Tensor, start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """The max over words ``[start, end)`` of each of P rows of word vectors, zeros for an empty range: chosen
+    (P, W, H) (the word vectors of each pair's sentence, gathered once for every span of the pair), start/end (P,)
+    → (P, H)."""
+    positions = torch.arange(chosen.shape[1], device=chosen.device)  # (W,)
     inside = (positions[None, :] >= start[:, None]) & (positions[None, :] < end[:, None])  # (P, W)
-    chosen = words[rows].masked_fill(~inside[:, :, None], float("-inf"))  # (P, W, H)
-    pooled = chosen.max(dim=1).values  # (P, H)
+    pooled = chosen.masked_fill(~inside[:, :, None], float("-inf")).max(dim=1).values  # (P, H)
     return torch.where(inside.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
 
 
@@ -134,9 +134,10 @@ class JointNetwork(nn.Module):
         if pairs.shape[0] == 0:
             return enc.words.new_zeros((0, self.relation[-1].out_features))
         rows, hs, he, ts, te = pairs.unbind(dim=1)
-        head = masked_max(enc.words, rows, hs, he)  # (P, H)
-        tail = masked_max(enc.words, rows, ts, te)  # (P, H)
-        between = masked_max(enc.words, rows, torch.minimum(he, te), torch.maximum(hs, ts))  # (P, H)
+        chosen = enc.words[rows]  # (P, W, H): each pair's sentence, once for its three pools
+        head = masked_max(chosen, hs, he)  # (P, H)
+        tail = masked_max(chosen, ts, te)  # (P, H)
+        between = masked_max(chosen, torch.minimum(he, te), torch.maximum(hs, ts))  # (P, H)
         widths = self.width(torch.stack([he - hs, te - ts], dim=1).clamp(max=self.max_width))  # (P, 2, Dw)
         types = self.types(pair_types)  # (P, 2, Dt)
         # which comes first tells the direction of a relation between two entities of one type (Kill, Located_In)
