@@ -245,11 +245,11 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
             def finish(self) -> Totals:
                 return Totals()
 
-        from tacred.inference.predictor import Predictor
+        from tacred.extraction import forward
 
-        per_sentence = Predictor.encodes_sentences
+        per_sentence = forward.reads_sentence_arrays
         if task.get("plain"):  # before pair scoring: every pair a TACRED dict, one network row per pair
-            Predictor.encodes_sentences = property(lambda self: False)  # type: ignore[method-assign,assignment]
+            forward.reads_sentence_arrays = lambda model: False
         extractor = DocumentExtractor(settings) if task["workers"] == 1 else None
         clock = ModelClock(extractor.predictor) if extractor is not None else None
         rate = matmul_rate() if clock is not None else 0.0
@@ -257,7 +257,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         try:
             run_extraction(settings, documents, TimingSink(), task["workers"], CHUNK, extractor=extractor)
         finally:  # quick mode runs every row in this process
-            Predictor.encodes_sentences = per_sentence  # type: ignore[method-assign]
+            forward.reads_sentence_arrays = per_sentence
         task["pairs_per_sentence"] = counted["pairs"] / max(counted["sentences"], 1)
         if clock is not None:
             sentences = max(counted["sentences"], 1)

@@ -49,7 +49,7 @@ def signature_effect(checkpoint: str | Path, split: str | Path, name: str, signa
     from tacred.data.examples import load_examples
     from tacred.data.vocab import Vocabularies
     from tacred.evaluation.scoring import prf
-    from tacred.extraction.signature_filter import SignatureFilter
+    from tacred.extraction.preprocess import SignatureFilter
     from tacred.relation_types.signatures import coarse
     from tacred.training import evaluate
 
@@ -85,9 +85,8 @@ def plain_text_effect(checkpoint: str | Path, split: str | Path, limit: int | No
     many relations each gives and how many of them break a signature."""
     import json
 
-    from tacred.extraction.relations import extract_relations
-    from tacred.extraction.signature_filter import SignatureFilter
-    from tacred.inference.api import load_model
+    from tacred import load_model
+    from tacred.extraction.preprocess import SignatureFilter
     from tacred.relation_types.signatures import Signatures
 
     model = load_model(checkpoint, device="cpu")
@@ -96,7 +95,7 @@ def plain_text_effect(checkpoint: str | Path, split: str | Path, limit: int | No
     types = SignatureFilter(signatures, model.labels, model.encoder.no_relation)
     line = []
     for use in (False, True):
-        found = [r for text in extract_relations(model, texts, signatures=use) for r in text]
+        found = [r for text in model.extract(texts, signatures=use) for r in text]
         broken = sum(not types.fact_fits(r.relation, r.subject.type, r.object.type) for r in found)
         line.append(f"{len(found)} relations, {broken} type-impossible ({100 * broken / max(len(found), 1):.1f}%)")
     return f"plain text of {len(texts)} sentences: without signatures {line[0]}; with signatures {line[1]}"

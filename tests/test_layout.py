@@ -30,13 +30,6 @@ LAYERS = {
 UPWARD = {
     # the safe unpickler allows the one project class a checkpoint's hyperparameters hold
     ("tacred.checkpoints", "tacred.models.config"),
-    # Predictor.extract and .text_nlp, the Python face of extraction, hand the predictor to extraction's relation
-    # search (imported in the methods), and name its Relation answers in their type hints
-    ("tacred.inference.predictor", "tacred.extraction.relations"),
-    ("tacred.inference.predictor", "tacred.extraction.answers"),
-    # the joint model's .extract, the same Python face for a joint checkpoint: its texts go through extraction's
-    # word pipeline and come back as extraction's Relation answers (imported in the methods)
-    ("tacred.inference.joint", "tacred.extraction.joint_text"),
 }
 
 
@@ -45,8 +38,6 @@ UPWARD = {
 CIRCLES: dict[frozenset[str], str] = {
     frozenset({"tacred.models.attention", "tacred.models.attention.registry", "tacred.models.config"}):
         "type hints only (TYPE_CHECKING): a variant's builder takes the NetworkConfig that collects the variants' fields",
-    frozenset({"tacred.extraction.relations", "tacred.inference.predictor"}):
-        "Predictor.extract hands the predictor to the pair search, which predicts through it (imported in the method)",
 }
 
 
@@ -98,7 +89,7 @@ def package(module: str) -> str:
 
 def test_no_two_packages_import_each_other():
     """Also within one layer (training and inference): one of the two must give way, apart from an import listed in
-    UPWARD (inference's Predictor.extract into extraction)."""
+    UPWARD (the safe unpickler's one class)."""
     edges = {(package(source), package(target)) for source, path in MODULES.items() if source != "tacred"
              for target in imported(path) if package(source) != package(target) and (source, target) not in UPWARD}
     both = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)

@@ -49,7 +49,7 @@ def test_the_scorer_is_timed_against_its_reference(work):
     ("pair_scorer.graph_breaks", "{work}"),
     ("pair_scorer.compile_trial", "{work}", "1", "--backend", "eager"),
     ("pair_scorer.generated_kernels", "{work}", "--backend", "eager"),
-    ("pair_scorer.signature_questions", "{work}", str(REPO / "tacred" / "extraction" / "signature_filter.py"),
+    ("pair_scorer.signature_questions", "{work}", str(REPO / "tacred" / "extraction" / "preprocess.py"),
      "--repeat", "2"),
     ("pair_scorer.extract_profile", "{work}", "--documents", "8"),
     ("pair_scorer.row_tables_invariance", "{work}", SCORER),

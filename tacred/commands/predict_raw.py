@@ -170,7 +170,7 @@ def _predictions(predictor: Predictor, inputs: list[Any], numbers: list[int], li
 
 def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: int) -> int:
     from tacred.errors import TacredError, report
-    from tacred.inference.api import load_model
+    from tacred.inference.api import open_model
     from tacred.training.quiet import tacred_log_lines
 
     given = sum(1 for line in lines if line.strip())
@@ -180,7 +180,7 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
                 import torch
 
                 torch.set_num_threads(args.num_threads)
-            predictor = load_model(args.ckpt_path, device=args.device, threshold=args.threshold,
+            predictor = open_model(args.ckpt_path, device=args.device, threshold=args.threshold,
                                    spacy_model=args.spacy_model, batch_size=args.batch_size)
             inputs, numbers = _inputs(lines, args.format, source, args.skip_bad_lines)
             predictions = _predictions(predictor, inputs, numbers, lines, source, args.skip_bad_lines)

@@ -70,12 +70,10 @@ def raw_text_entities(predictor: JointPredictor, documents: Path) -> dict[str, s
     """The entities the model finds in each document of ``documents`` (character spans and types), each document one
     sentence, as ``tacred extract --one_sentence`` reads it."""
     from tacred.extraction.documents import read_documents
-    from tacred.extraction.joint_text import joint_relations_in_docs, word_pipeline
-    from tacred.inference.input_rules import MAX_CHARACTERS
+    from tacred.extraction.pipeline import Extraction
 
     docs = [d for d in read_documents([str(documents)]) if hasattr(d, "text")]
-    nlp = word_pipeline(predictor.spacy_model, MAX_CHARACTERS, one_sentence=True)
-    texts = joint_relations_in_docs(predictor, nlp.pipe([d.text for d in docs]), [d.id for d in docs])
+    texts = Extraction(predictor, predictor.spacy_model, one_sentence=True)([d.text for d in docs], [d.id for d in docs])
     return {d.id: {((m.start, m.end), m.type) for _, m, _ in t.entities} for d, t in zip(docs, texts, strict=True)}
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tacred.errors import TacredError
-from tacred.extraction.answers import DocumentResult
 from tacred.extraction.documents import BadDocument, Document
 from tacred.extraction.mention_files import MANIFEST, read_mention_records
+from tacred.extraction.postprocess import DocumentResult
 from tacred.io import write_text_atomic
 
 SHARD_FORMATS = ("jsonl", "parquet")

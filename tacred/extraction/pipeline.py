@@ -1,17 +1,23 @@
-"""The work on one document: spaCy splits it into sentences and finds the candidate arguments, the model decides
-every candidate pair (:func:`tacred.extraction.relations.relations_in_docs`), and each relation becomes a mention
-record with offsets into the document (:func:`tacred.extraction.answers.mention_record`)."""
+"""Raw text through a model in three steps, as Hugging Face pipelines split them: :mod:`preprocess
+<tacred.extraction.preprocess>` (spaCy's sentences and words, the entities, the candidate pairs under the relation
+signatures, the limits), :mod:`forward <tacred.extraction.forward>` (the model's probabilities, whatever the model:
+word tables a sentence, transformers a pair, or a joint model's one pass a sentence) and :mod:`postprocess
+<tacred.extraction.postprocess>` (decisions and answers). :class:`Extraction` runs them for one model (``m.extract``);
+:class:`DocumentExtractor` holds the model and its extraction for a corpus (``tacred extract``, ``POST /extract``),
+each relation a mention record with offsets into its document."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tacred.devices import keep_freed_memory
-from tacred.extraction.answers import DocumentResult
 from tacred.extraction.documents import Document
+from tacred.extraction.forward import joint_candidates, pair_probabilities
+from tacred.extraction.postprocess import DocumentResult, TextRelations, joint_relations, pair_relations
+from tacred.extraction.preprocess import Preprocessor, text_pipeline
 from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -20,6 +26,34 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SPACY_BATCH = 16  # documents per nlp.pipe batch
+
+
+class Extraction:
+    """One model's raw-text extraction: its spaCy pipeline (:func:`~tacred.extraction.preprocess.text_pipeline`),
+    then preprocess → forward → postprocess. ``model``: what :func:`tacred.inference.api.open_model` gives;
+    ``one_sentence``: each text is one sentence (text already split); ``signatures``: filter by the model's relation
+    signatures; ``warn``: say it when the model holds none."""
+
+    def __init__(self, model: Any, spacy_model: str | None = None, max_chars: int = MAX_CHARACTERS,
+                 one_sentence: bool = False, max_pairs: int = MAX_PAIRS, signatures: bool = True,
+                 warn: bool = True) -> None:
+        self.model = model
+        self.joint = getattr(model, "kind", None) == "joint"  # entities and relations from one model
+        self.preprocess = Preprocessor(model, max_pairs, signatures, warn)
+        self.nlp = text_pipeline(model, spacy_model, max_chars, one_sentence)
+
+    def __call__(self, texts: Iterable[str], names: Sequence[str], batch_size: int | None = None,
+                 ) -> list[TextRelations]:
+        """What each text gave (``names``: how warnings name each text); ``batch_size``: texts a spaCy batch."""
+        return self.docs(self.nlp.pipe(texts, batch_size=batch_size), names)
+
+    def docs(self, docs: Iterable[Doc], names: Sequence[str]) -> list[TextRelations]:
+        """What each spaCy doc (made by :attr:`nlp`) gave: its relations, sentences and pairs asked, in order."""
+        prepared = self.preprocess(docs, names)
+        if self.joint:
+            return joint_relations(prepared, joint_candidates(self.model, prepared, names), self.model.threshold)
+        return pair_relations(prepared, pair_probabilities(self.model, prepared), self.model.labels,
+                              self.model.encoder.no_relation, self.model.threshold)
 
 
 @dataclass(frozen=True)
@@ -41,12 +75,12 @@ class ExtractorSettings:
 
 
 class DocumentExtractor:
-    """The model and spaCy, loaded once; :meth:`process` a document, :meth:`process_many` a batch of them. Pickles
-    as its settings alone (a worker process loads its own model)."""
+    """The model and its extraction, loaded once; :meth:`process` a document, :meth:`process_many` a batch of them.
+    Pickles as its settings alone (a worker process loads its own model). ``warn``: say it when the model holds no
+    relation signatures (a worker leaves that to its parent)."""
 
-    def __init__(self, settings: ExtractorSettings) -> None:
-        from tacred.extraction.relations import text_pipeline
-        from tacred.inference.api import load_model
+    def __init__(self, settings: ExtractorSettings, warn: bool = True) -> None:
+        from tacred.inference.api import open_model
 
         self.settings = settings
         keep_freed_memory()
@@ -54,16 +88,15 @@ class DocumentExtractor:
             import torch
 
             torch.set_num_threads(settings.num_threads)
-        self.predictor = load_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
+        self.predictor = open_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
                                     spacy_model=settings.spacy_model, batch_size=settings.batch_size,
                                     max_tokens=settings.max_tokens, ner=settings.ner)
-        self.joint = getattr(self.predictor, "kind", None) == "joint"  # entities and relations from one model
-        if self.joint:
-            from tacred.extraction.joint_text import word_pipeline
+        self.extraction = Extraction(self.predictor, settings.spacy_model, settings.max_chars, settings.one_sentence,
+                                     settings.max_pairs, settings.signatures, warn)
 
-            self.nlp = word_pipeline(settings.spacy_model, settings.max_chars, settings.one_sentence)
-        else:
-            self.nlp = text_pipeline(self.predictor, settings.spacy_model, settings.max_chars, settings.one_sentence)
+    @property
+    def nlp(self) -> Any:
+        return self.extraction.nlp
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings}
@@ -86,14 +119,5 @@ class DocumentExtractor:
         return [result for doc in docs for result in self.process_many([doc])]
 
     def _batch(self, docs: Sequence[Document]) -> list[DocumentResult]:
-        from tacred.extraction.relations import relations_in_docs
-
-        parsed: list[Doc] = list(self.nlp.pipe([d.text for d in docs], batch_size=SPACY_BATCH))
-        if self.joint:
-            from tacred.extraction.joint_text import joint_relations_in_docs
-
-            texts = joint_relations_in_docs(self.predictor, parsed, [d.id for d in docs])
-            return [DocumentResult.of_text(doc.id, doc.text, t.found) for doc, t in zip(docs, texts, strict=True)]
-        found = relations_in_docs(self.predictor, parsed, [d.id for d in docs], self.settings.max_pairs,
-                                  self.settings.signatures)
+        found = self.extraction([d.text for d in docs], [d.id for d in docs], SPACY_BATCH)
         return [DocumentResult.of_text(doc.id, doc.text, text) for doc, text in zip(docs, found, strict=True)]

@@ -25,7 +25,6 @@ import ray
 from ray.data.block import Block, BlockAccessor
 from ray.data.datasource import Datasink, FileBasedDatasource
 
-from tacred.extraction.answers import DocumentResult
 from tacred.extraction.documents import (
     BadDocument,
     Document,
@@ -36,6 +35,7 @@ from tacred.extraction.documents import (
 )
 from tacred.extraction.output import chunk_result, write_chunk
 from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+from tacred.extraction.postprocess import DocumentResult
 
 ACTORS_LOG = "actors.log"  # one JSON line per actor of the pool: its node, process and model load time
 _DOCUMENT = pa.struct([("id", pa.string()), ("text", pa.string()), ("source", pa.string()), ("reason", pa.string())])

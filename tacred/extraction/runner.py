@@ -37,10 +37,7 @@ _worker: DocumentExtractor | None = None
 
 def _start_worker(settings: ExtractorSettings) -> None:
     global _worker
-    from tacred.extraction import signature_filter
-
-    signature_filter._warned = True  # the parent said it already, if the model holds no signatures
-    _worker = DocumentExtractor(settings)
+    _worker = DocumentExtractor(settings, warn=False)  # the parent said it already, if the model holds no signatures
 
 
 def _worker_chunk(chunk: Chunk) -> ChunkResult:

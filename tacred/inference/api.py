@@ -1,5 +1,5 @@
-"""The Python prediction API: ``load_model(path).predict(...)`` on marked strings, OpenNRE-style dicts or TACRED
-dicts, and ``.extract(text)`` on plain text.
+"""Loading a trained model for prediction: :func:`open_model`, the one loader that ``tacred.load_model``, ``tacred
+extract``, ``tacred serve`` and ``tacred predict --sentences`` share.
 
 ``path`` is a checkpoint, a run folder (its ``checkpoints/best.ckpt``, else ``last.ckpt``), a folder written by
 ``tacred export --format onnx`` (run by ONNX Runtime, without torch) or the name of a model shipped with tacred
@@ -13,37 +13,28 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
 from tacred.inference.outputs import Prediction
 from tacred.inference.predictor import Predictor
 
-__all__ = ["InputError", "ModelSource", "Prediction", "Predictor", "load_model", "resolve_model", "tuned_threshold"]
+if TYPE_CHECKING:
+    from tacred.inference.joint import JointPredictor
+
+__all__ = ["InputError", "ModelSource", "Prediction", "Predictor", "open_model", "resolve_model", "tuned_threshold"]
 
 THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside a checkpoint
 
 
-def load_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
+def open_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
                spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS,
-               ner: str | None = "auto") -> Predictor:
-    """Load a trained model for prediction: a checkpoint (vocabularies and configuration are inside), a run folder,
-    an exported ONNX folder, or the name of a model shipped with tacred (``"kbp37"``; ``tacred models`` lists them).
-
-    ``device``: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``; one that is absent is a
-    :class:`tacred.devices.DeviceError`. ``threshold``: the no-relation threshold, a log-margin (a number or a
-    ``threshold.json``); by default the ``threshold.json`` beside the checkpoint or in the exported or shipped folder
-    when there is one (reported on the ``tacred`` logger and in ``.threshold_source``), else none; ``0`` is the plain argmax.
-    ``max_tokens``: inputs longer than this are an :class:`InputError` (default 512, as ``tacred serve``; None: no
-    limit). ``ner``: where raw text's entities come from: ``auto`` (the trained NER saved with the model,
-    ``RUN/ner``, when there is one, else spaCy's own), ``stock`` (spaCy's own) or the folder of a trained NER
-    (``tacred ner train``); the one used is ``.ner`` (None: spaCy's own).
-
-    >>> m = load_model("runs/demo")                                    # doctest: +SKIP
-    >>> m = load_model("kbp37")           # shipped with tacred: no training # doctest: +SKIP
-    >>> m.predict("<subj>Maria Lopez</subj> , the chief executive of <obj>Acme Holdings</obj> , said .")
-    """
+               ner: str | None = "auto") -> Predictor | JointPredictor:
+    """The one loader of a trained model, whatever ``path`` names (:func:`resolve_model`): an exported ONNX folder,
+    a shipped model's name, a checkpoint or a run folder, read once. A relation classifier comes back as a
+    :class:`Predictor`, a joint entity-and-relation checkpoint as a :class:`~tacred.inference.joint.JointPredictor`.
+    The options are :func:`tacred.load_model`'s, which wraps what this gives with raw-text extraction."""
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     source = resolve_model(path)
     given = threshold

@@ -5,7 +5,7 @@ span and the relation threshold chosen on dev."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ import torch
 
 from tacred.data.joint_batching import JOINT_KEY, EncodedSentence, WordPieces, collate, encode_words
 from tacred.datasets.spert_layout import JointTypes
-from tacred.inference.input_rules import MAX_PAIRS, MAX_TOKENS, InputError, check_max_tokens
+from tacred.inference.input_rules import MAX_TOKENS, InputError, check_max_tokens
 from tacred.models.joint import JointNetwork, build_encoder, find
 
 
@@ -42,6 +42,16 @@ class FoundRelation:
 class SentenceResult:
     entities: list[FoundEntity]
     relations: list[FoundRelation]
+
+
+def best_relations(candidates: Sequence[tuple[int, int, str, float]], threshold: float) -> list[FoundRelation]:
+    """The relations a joint model reports among a sentence's candidates ((head, tail, relation, probability)): each
+    entity pair's most likely relation where it reaches ``threshold``, by pair."""
+    best: dict[tuple[int, int], tuple[float, str]] = {}
+    for h, t, rel, p in candidates:
+        if p >= threshold and p > best.get((h, t), (-1.0, ""))[0]:
+            best[(h, t)] = (p, rel)
+    return [FoundRelation(h, t, rel, p) for (h, t), (p, rel) in sorted(best.items())]
 
 
 class JointPredictor:
@@ -112,15 +122,8 @@ class JointPredictor:
     def read_encoded(self, encoded: Sequence[EncodedSentence]) -> list[SentenceResult]:
         """:meth:`read` of sentences :meth:`encode` gave: each pair's most likely relation where it reaches the
         threshold."""
-        results = []
-        for entities, candidates in self._candidates(encoded):
-            best: dict[tuple[int, int], tuple[float, str]] = {}
-            for h, t, rel, p in candidates:
-                if p >= self.threshold and p > best.get((h, t), (-1.0, ""))[0]:
-                    best[(h, t)] = (p, rel)
-            results.append(SentenceResult(entities, [FoundRelation(h, t, rel, p) for (h, t), (p, rel) in
-                                                     sorted(best.items())]))
-        return results
+        return [SentenceResult(entities, best_relations(candidates, self.threshold))
+                for entities, candidates in self.candidates(encoded)]
 
     def read_candidates(self, sentences: Sequence[Sequence[str]],
                         entities: Sequence[Sequence[tuple[int, int, str]]] | None = None,
@@ -130,7 +133,7 @@ class JointPredictor:
         of the ones the model finds (the relation step alone)."""
         given = None if entities is None else [
             [(s, e, self.types.entities.index(kind), 1.0) for s, e, kind in sent] for sent in entities]
-        return self._candidates(self._encoded(sentences), given)
+        return self.candidates(self._encoded(sentences), given)
 
     def _encoded(self, sentences: Sequence[Sequence[str]]) -> list[EncodedSentence]:
         encoded = []
@@ -143,8 +146,11 @@ class JointPredictor:
                                  f"{self.pieces.max_length} the encoder reads")
         return encoded
 
-    def _candidates(self, encoded: Sequence[EncodedSentence], given: list[list[Any]] | None = None,
-                    ) -> list[tuple[list[FoundEntity], list[tuple[int, int, str, float]]]]:
+    def candidates(self, encoded: Sequence[EncodedSentence], given: list[list[Any]] | None = None,
+                   ) -> list[tuple[list[FoundEntity], list[tuple[int, int, str, float]]]]:
+        """Each encoded sentence's entities and every ordered pair of them with each relation's probability (the
+        model's forward step; ``given``: score the pairs of these entities instead), sentences in batches of similar
+        length."""
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         results: list[Any] = [None] * len(encoded)
         for at in range(0, len(order), self.batch_size):
@@ -158,26 +164,6 @@ class JointPredictor:
                               for rel, p in zip(self.types.relations, row, strict=True)]
                 results[i] = (ents, candidates)
         return results
-
-    def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS, signatures: bool = True,
-                one_sentence: bool = False) -> Any:
-        """Relations in plain text, as :meth:`tacred.inference.predictor.Predictor.extract` returns them: spaCy
-        cuts sentences and words, the model finds entities and relations in one pass a sentence. One text gives a
-        list; a list of texts a list per text; another iterable a generator. (``max_pairs`` and ``signatures``
-        are the pipeline's: a joint model pairs only the entities it found and learned its types' signatures.)"""
-        from tacred.extraction.joint_text import extract_texts
-
-        if isinstance(text, str):
-            return extract_texts(self, [text], one_sentence)[0]
-        if isinstance(text, list | tuple):
-            return extract_texts(self, list(text), one_sentence)
-        return self._lazily(text, one_sentence)
-
-    def _lazily(self, texts: Iterable[str], one_sentence: bool) -> Iterator[Any]:
-        from tacred.extraction.joint_text import extract_texts
-
-        for text in texts:
-            yield extract_texts(self, [text], one_sentence)[0]
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
         raise InputError(f"{self.path} is a joint entity-and-relation model: it reads raw text (.extract(text), "

@@ -9,31 +9,20 @@ batch of the encoder's arrays. :mod:`tacred.inference.torch_backend` runs a chec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import islice
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from tacred.inference.encoding import InputEncoder
-from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS, check_max_tokens
+from tacred.inference.input_rules import MAX_TOKENS, check_max_tokens
 from tacred.inference.inputs import InputError, InputReader, as_items
 from tacred.inference.outputs import Prediction, predictions
 
 if TYPE_CHECKING:
     from spacy.language import Language
 
-    from tacred.extraction.answers import Relation
     from tacred.inference.sentence_pairs import SentenceArrays
-
-
-EXTRACT_BATCH = 32  # texts that :meth:`Predictor.extract` reads from an iterable before predicting them
-
-
-def _check_texts(texts: Sequence[Any], first: int) -> None:
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InputError(f"extract: text {first + i} is a {type(text).__name__}, not a string")
 
 
 class Backend(Protocol):
@@ -50,7 +39,7 @@ class Predictor:
         backend: runs the network on a batch of arrays.
         threshold: the no-relation threshold of :mod:`tacred.evaluation.decision` (a log-margin: a number or a
             ``threshold.json``, whose per-relation thresholds become an (L,) array), or None (the argmax).
-        spacy_model: spaCy pipeline for raw text (default: the first installed English model).
+        spacy_model: spaCy pipeline for marked strings and raw text (default: the first installed English model).
         batch_size: examples per forward pass.
         max_tokens: the most tokens an input may have (default 512, as ``tacred serve``; None: no limit).
     """
@@ -71,14 +60,6 @@ class Predictor:
         self.spacy_model = spacy_model
         self.batch_size = batch_size
         self.max_tokens = check_max_tokens(max_tokens)
-        self._nlp: Language | None = None
-
-    @property
-    def encodes_sentences(self) -> bool:
-        """Whether candidate pairs can be given per sentence (:meth:`pair_probabilities`): a word-vocabulary model
-        whose words are the tokens (lemma vocabularies take the per-pair dicts, which carry lemmas)."""
-        vocab = getattr(self.encoder, "vocab", None)
-        return self.encoder.kind == "words" and vocab is not None and not vocab.use_lemmas
 
     @property
     def labels(self) -> list[str]:
@@ -87,28 +68,6 @@ class Predictor:
     @property
     def device(self) -> str:
         return self.backend.device
-
-    @property
-    def nlp(self) -> Language:
-        """The spaCy pipeline, loaded on first use."""
-        if self._nlp is None:
-            from tacred.text.spacy_pipeline import load_spacy
-
-            self._nlp = load_spacy(self.spacy_model)
-        return self._nlp
-
-    @property
-    def text_nlp(self) -> Language:
-        """The trimmed spaCy pipeline that :meth:`extract` runs (:func:`tacred.extraction.relations.text_pipeline`:
-        the sentencizer instead of the parser where the model pairs no nominals), loaded on first use."""
-        return self.text_pipeline()
-
-    def text_pipeline(self, one_sentence: bool = False) -> Language:
-        """:attr:`text_nlp`, or with ``one_sentence`` the same pipeline making each text one sentence (each kind
-        loaded once per process: the spaCy loader's cache)."""
-        from tacred.extraction.relations import text_pipeline
-
-        return text_pipeline(self, self.spacy_model, MAX_CHARACTERS, one_sentence=one_sentence)
 
     # -- public -----------------------------------------------------------------------------------
     def predict(self, inputs: Any) -> Prediction | list[Prediction]:
@@ -123,37 +82,6 @@ class Predictor:
         if isinstance(pred, list):
             raise InputError("infer takes one input; use predict for a list")
         return pred.relation, pred.probability
-
-    def extract(self, text: str | Iterable[str], max_pairs: int = MAX_PAIRS, signatures: bool = True,
-                one_sentence: bool = False) -> list[Relation] | list[list[Relation]] | Iterator[list[Relation]]:
-        """Relations in plain text: spaCy finds the entities (and nominals), every candidate subject/object pair is
-        predicted, and the pairs decided as a relation come back with character offsets
-        (:mod:`tacred.extraction.relations`). One text gives a list; a list (or tuple) of texts, a list per text; any
-        other iterable (a generator, an open file), a generator of one list per text, read lazily.
-        ``signatures``: drop pairs and relations that the model's relation signatures rule out. ``one_sentence``:
-        each text is one sentence (text already split): no sentence splitting, pairs across its full stops."""
-        from tacred.extraction.relations import extract_relations
-
-        if isinstance(text, str):
-            return extract_relations(self, [text], max_pairs, signatures=signatures, one_sentence=one_sentence)[0]
-        if isinstance(text, Sequence):
-            texts = list(text)
-            _check_texts(texts, 0)
-            return extract_relations(self, texts, max_pairs, signatures=signatures, one_sentence=one_sentence)
-        if not isinstance(text, Iterable):
-            raise InputError(f"extract takes a string or an iterable of strings, found {type(text).__name__}")
-        return self._extract_lazily(iter(text), max_pairs, signatures, one_sentence)
-
-    def _extract_lazily(self, texts: Iterator[str], max_pairs: int, signatures: bool,
-                        one_sentence: bool) -> Iterator[list[Relation]]:
-        from tacred.extraction.relations import extract_relations
-
-        done = 0
-        while batch := list(islice(texts, EXTRACT_BATCH)):
-            _check_texts(batch, done)
-            yield from extract_relations(self, batch, max_pairs, [f"text {done + i}" for i in range(len(batch))],
-                                         signatures, one_sentence)
-            done += len(batch)
 
     def probabilities(self, examples: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Label probabilities (N, L) for TACRED dicts, in input order."""
@@ -196,8 +124,14 @@ class Predictor:
     def _reader(self) -> InputReader:
         """The input contract of this model (the entity types it reads, when it reads them)."""
         known = getattr(self.encoder, "known_types", lambda role: None)
-        return InputReader(self.encoder.no_relation, lambda: self.nlp, self.max_tokens, known("subject"),
+        return InputReader(self.encoder.no_relation, self.spacy_pipeline, self.max_tokens, known("subject"),
                            known("object"))
+
+    def spacy_pipeline(self) -> Language:
+        """The spaCy pipeline that tokenises and tags marked strings, loaded on first use (the loader's cache)."""
+        from tacred.text.spacy_pipeline import load_spacy
+
+        return load_spacy(self.spacy_model)
 
 
 def threshold_source(threshold: float | str | None) -> str | None:

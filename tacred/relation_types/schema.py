@@ -14,6 +14,7 @@ level or as a plain LOCATION); a place slot of one level takes that level or LOC
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _DIRECTED = re.compile(r"^(?P<base>.+)\((?P<args>e1,e2|e2,e1)\)$")
 
@@ -97,6 +98,11 @@ def split_direction(label: str) -> tuple[str, str | None]:
     is the argument training data writes first, as the subject); ``(label, None)`` for a label without direction."""
     found = _DIRECTED.match(label)
     return (found["base"], found["args"]) if found else (label, None)
+
+
+def is_directed(labels: Sequence[str]) -> bool:
+    """Whether the label set writes direction into its labels."""
+    return any(split_direction(label)[1] is not None for label in labels)
 
 
 def slot_pairs(relation: str) -> frozenset[tuple[str, str]] | None:

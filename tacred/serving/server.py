@@ -4,7 +4,7 @@ raw text, dynamic batching.
 A request body is one input or a list of them; the answer is one object or a list with an entry per input.
 ``/predict`` takes a marked sentence (``{"text": "<subj>…</subj> … <obj>…</obj>"}``), an OpenNRE dict or a TACRED
 dict and answers a prediction; ``/extract`` takes a text (a string, or ``{"text": ..., "id": ...}``) and answers
-the relations found in it (:mod:`tacred.extraction.relations`). Requests are batched across clients (LitServe's
+the relations found in it (:mod:`tacred.extraction.pipeline`). Requests are batched across clients (LitServe's
 ``max_batch_size``/``batch_timeout``). A bad request gets a JSON ``{"detail": ...}`` and never disturbs the other
 requests of its batch: 413 for a body over ``max_body_bytes``, 400 for a body that is not JSON, 422 for one input the
 model cannot read (over ``max_tokens`` tokens, say) or a list over ``max_batch_inputs`` inputs. In a list, a bad input
@@ -50,19 +50,19 @@ class ModelAPI(ls.LitAPI):
         self.max_batch_inputs = max_batch_inputs
 
     def setup(self, device: str) -> None:
-        from tacred.inference.api import load_model
+        from tacred.inference.api import open_model
         from tacred.text.spacy_pipeline import SpacyModelError
 
         if self.num_threads:
             import torch
 
             torch.set_num_threads(self.num_threads)
-        self.predictor = load_model(self.ckpt_path, device=device, threshold=self.threshold,
+        self.predictor = open_model(self.ckpt_path, device=device, threshold=self.threshold,
                                     spacy_model=self.spacy_model, max_tokens=self.max_tokens)
         if getattr(self.predictor, "kind", None) == "joint":
             return  # a joint model answers /extract only (RelationAPI.decode_request says so)
         try:
-            self.predictor.nlp  # noqa: B018 - load spaCy now, not on the first request with raw text
+            self.predictor.spacy_pipeline()  # load spaCy now, not on the first request with raw text
         except SpacyModelError as err:
             log.warning("raw text cannot be served: %s (TACRED dicts still can)", err)
 

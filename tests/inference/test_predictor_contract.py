@@ -49,7 +49,7 @@ def test_the_export_folder_loads_with_onnx_runtime(both, exported):
 
     torch_model, onnx_model = both
     assert isinstance(torch_model.backend, TorchBackend) and isinstance(onnx_model.backend, OnnxBackend)
-    assert isinstance(OnnxRelationModel(exported), type(torch_model))  # the same Predictor class
+    assert isinstance(OnnxRelationModel(exported), type(torch_model.predictor))  # the same Predictor class
     assert onnx_model.labels == torch_model.labels and onnx_model.device == "cpu"
 
 
@@ -160,7 +160,7 @@ sys.meta_path.insert(0, Block())
 from tacred import load_model
 from tacred.inference.export import OnnxRelationModel
 m = load_model({str(exported)!r})
-assert isinstance(m, OnnxRelationModel)
+assert isinstance(m.predictor, OnnxRelationModel)
 preds = m.predict(json.loads(sys.stdin.read()) + [{MARKED!r}])
 print(json.dumps([[p.id, p.relation, p.probability] for p in preds]))
 """

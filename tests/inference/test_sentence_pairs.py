@@ -144,18 +144,17 @@ def test_shared_pass_equals_the_plain_pass_on_a_trained_model_over_random_pairs(
 def test_extraction_from_arrays_per_sentence_finds_what_per_pair_dicts_find(checkpoint: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import tacred
-    from tacred.extraction import relations
-    from tacred.inference.predictor import Predictor
+    from tacred.extraction import forward
 
     predictor = tacred.load_model(checkpoint, device="cpu")
     rows = json.loads((checkpoint.parents[2] / "data" / "test.json").read_text(encoding="utf-8"))
     texts = [" ".join(r["token"][:-1]) + " , and " + " ".join(q["token"]) for r, q in zip(rows, rows[1:], strict=False)]
     asked: list[np.ndarray] = []
-    real = relations._sentence_probabilities
-    monkeypatch.setattr(relations, "_sentence_probabilities", lambda *a: asked.append(real(*a)) or asked[-1])
+    real = forward._by_sentence
+    monkeypatch.setattr(forward, "_by_sentence", lambda *a: asked.append(real(*a)) or asked[-1])
     shared = predictor.extract(texts)
     assert asked and sum(len(a) for a in asked) > len(texts)  # the arrays per sentence were used
-    monkeypatch.setattr(Predictor, "encodes_sentences", property(lambda self: False))
+    monkeypatch.setattr(forward, "reads_sentence_arrays", lambda model: False)
     plain = predictor.extract(texts)
     assert [[(r.relation, r.subject, r.object, r.sentence) for r in t] for t in shared] == \
         [[(r.relation, r.subject, r.object, r.sentence) for r in t] for t in plain]
@@ -205,12 +204,12 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path, n
     plain, shared = _probabilities_both_ways(predictor, examples)
     assert_same_decisions(plain, shared)
     # and end to end: spaCy's entities in the raw test sentences, every unordered pair asked in both orders
-    from tacred.inference.predictor import Predictor
+    from tacred.extraction import forward
 
     texts = [" ".join(r["token"]) for r in examples[:150]]
     found = predictor.extract(texts)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(Predictor, "encodes_sentences", property(lambda self: False))
+        m.setattr(forward, "reads_sentence_arrays", lambda model: False)
         plain_found = predictor.extract(texts)
     assert [[(r.relation, r.subject, r.object, r.evidence["orders"][0]["label"]) for r in t] for t in found] == \
         [[(r.relation, r.subject, r.object, r.evidence["orders"][0]["label"]) for r in t] for t in plain_found]

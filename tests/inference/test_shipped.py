@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from tacred import load_model
 from tacred.checkpoints import CheckpointError
-from tacred.inference.api import load_model, resolve_model
+from tacred.inference.api import resolve_model
 from tacred.inference.shipped import (
     CARD_FILE,
     META_FILE,

@@ -80,7 +80,7 @@ def test_a_folder_without_a_trained_ner_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_trained_ner_is_picked_up_by_extract_and_scored(tmp_path: Path, checkpoint: Path, nlp, capsys, caplog) -> None:
-    from tacred.inference.api import load_model
+    from tacred import load_model
 
     data = release(tmp_path / "data")
     run = tmp_path / "run"
@@ -101,7 +101,7 @@ def test_trained_ner_is_picked_up_by_extract_and_scored(tmp_path: Path, checkpoi
         predictor = load_model(run, device="cpu")
     assert predictor.ner == str(best)
     assert "entities from the trained NER" in caplog.text
-    text_nlp = predictor.text_nlp
+    text_nlp = predictor.extraction().nlp
     assert "tacred_entity_types" in text_nlp.pipe_names
     doc = text_nlp("John Smith works for Acme Corp. in Paris . Anna Berg joined Nordic Steel in Oslo .")
     labels = {e.label_ for e in doc.ents}
@@ -222,7 +222,7 @@ def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_
     pipeline, where it finds the entities it finds on its own."""
     import spacy
 
-    from tacred.inference.api import load_model
+    from tacred import load_model
 
     data = release(tmp_path / "data")
     run = tmp_path / "run"
@@ -248,7 +248,7 @@ def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_
     own = [(e.start_char, e.end_char, types[e.label_]) for e in trained(text).ents]
     predictor = load_model(run, device="cpu")
     assert predictor.ner == str(best)
-    found = [(e.start_char, e.end_char, e.label_) for e in predictor.text_nlp(text).ents]
+    found = [(e.start_char, e.end_char, e.label_) for e in predictor.extraction().nlp(text).ents]
     assert found == own
 
 

@@ -20,7 +20,7 @@ from tests.extraction.test_ray_engine import EXTRACT, write_corpus
 
 def main(work: Path, documents: int = 600) -> None:
     import tacred
-    import tacred.extraction.answers as answers
+    import tacred.extraction.postprocess as answers
     from tacred.extraction.documents import Document
     from tacred.extraction.output import read_mentions
     from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings

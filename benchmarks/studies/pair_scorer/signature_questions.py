@@ -24,7 +24,7 @@ def load(path: str, name: str):
 
 
 def main(work: Path, old_path: str, repeat: int = 440) -> None:
-    import tacred.extraction.signature_filter as new
+    import tacred.extraction.preprocess as new
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
     predictor = load_checkpoint_predictor(work / "paper" / "checkpoints" / "best.ckpt", device="cpu")

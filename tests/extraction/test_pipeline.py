@@ -1,4 +1,4 @@
-"""Relations from plain text (tacred/extraction/relations.py, candidates.py, decisions.py, signature_filter.py):
+"""Relations from plain text (tacred/extraction/: preprocess.py, forward.py, postprocess.py, pipeline.py, model.py):
 candidate pairs from spaCy's entities (TACRED models) or nominals (other models), their character offsets, the cap on
 pairs, directed labels resolved into one fact per pair, relation signatures, and ``extract`` on any iterable."""
 
@@ -76,20 +76,21 @@ class FixedBackend:
 
 def word_predictor(labels: list[str], no_relation: str, backend: FixedBackend, signatures=None):
     from tacred.data.vocab import Vocab, Vocabularies
+    from tacred.extraction.model import Model
     from tacred.inference.encoding import WordEncoder
     from tacred.inference.predictor import Predictor
 
     vocab = Vocabularies(Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>"]), Vocab(["<PAD>", "<UNK>", "O"]),
                          Vocab(labels, unk=None), entity_masking=False, no_relation=no_relation,
                          signatures=signatures)
-    return Predictor(WordEncoder(vocab), backend)
+    return Model(Predictor(WordEncoder(vocab), backend))
 
 
 SEMEVAL = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)"]
 
 
 def test_directed_labels_give_one_fact_per_pair_in_the_relations_own_order(nlp, caplog):
-    from tacred.extraction.candidates import pair_rule
+    from tacred.extraction.preprocess import pair_rule
 
     assert pair_rule(SEMEVAL, "Other", None) == pair_rule(SEMEVAL, "Other", None).__class__(
         None, None, nominals=True, both_orders=True)
@@ -134,19 +135,14 @@ def test_signatures_drop_type_impossible_relations_and_pairs(nlp):
     kept = model.extract(TYPED_TEXT)
     # Acme Corp (ORGANIZATION) cannot be a city of birth; Boston (LOCATION) can: CITY is a LOCATION in plain text
     assert [(r.object.text, r.relation) for r in kept] == [("Boston", "per:city_of_birth")]
-    from tacred.extraction.relations import relations_in_docs
-
     docs = list(nlp.pipe([TYPED_TEXT]))
-    assert relations_in_docs(model, docs, ["t"])[0].pairs == 2  # (PERSON, DATE) is no relation's: not asked
-    unfiltered = relations_in_docs(model, docs, ["t"], signatures=False)[0]
+    assert model.extraction().docs(docs, ["t"])[0].pairs == 2  # (PERSON, DATE) is no relation's: not asked
+    unfiltered = model.extraction(signatures=False).docs(docs, ["t"])[0]
     assert unfiltered.pairs == 3 and len(unfiltered.relations) == 3
     assert {r.object.text for r in model.extract(TYPED_TEXT, signatures=False)} == {"Acme Corp", "Boston", "1990"}
 
 
-def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_once(nlp, caplog, monkeypatch):
-    from tacred.extraction import signature_filter
-
-    monkeypatch.setattr(signature_filter, "_warned", False)
+def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_once(nlp, caplog):
     model = word_predictor(TACRED_LABELS, "no_relation", FixedBackend([0.1, 0.2, 0.7]))
     assert [(r.object.text, r.relation) for r in model.extract(TYPED_TEXT)] == [("Boston", "per:city_of_birth")]
     assert "holds no relation signatures" not in caplog.text  # TAC KBP's schema covers every label
@@ -158,13 +154,11 @@ def test_a_model_without_signatures_gets_the_schema_and_is_open_elsewhere_said_o
     assert caplog.text.count("holds no relation signatures") == 1 and "(works_near)" in caplog.text
 
 
-def test_the_checkpoint_of_an_earlier_version_still_extracts_within_the_schema(nlp, caplog, monkeypatch):
+def test_the_checkpoint_of_an_earlier_version_still_extracts_within_the_schema(nlp, caplog):
     from tacred import load_model
-    from tacred.extraction import signature_filter
     from tacred.relation_types.schema import schema_pairs
     from tests.conftest import REPO
 
-    monkeypatch.setattr(signature_filter, "_warned", False)
     old = load_model(REPO / "tests" / "fixtures" / "checkpoint_v1.ckpt", device="cpu")
     assert old.encoder.vocab.signatures is None
     old.threshold = -50.0
@@ -202,7 +196,8 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
     from tacred.extraction.documents import Document
     from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
 
-    assert "parser" not in model.text_nlp.pipe_names and "sentencizer" in model.text_nlp.pipe_names
+    text_nlp = model.extraction().nlp
+    assert "parser" not in text_nlp.pipe_names and "sentencizer" in text_nlp.pipe_names
     model.threshold = -50.0  # every candidate pair decided: all of them are compared
     try:
         api = model.extract(TEXT, signatures=False)
@@ -211,7 +206,7 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
         cli = extractor.process(Document("d", TEXT))
     finally:
         model.threshold = None
-    assert extractor.nlp is model.text_nlp  # one spaCy loader and cache (tacred.text.spacy_pipeline.load_spacy)
+    assert extractor.nlp is text_nlp  # one spaCy loader and cache (tacred.text.spacy_pipeline.load_spacy)
     assert [(r.subject.start, r.object.start, r.relation, round(r.probability, 6)) for r in api] == [
         (m["subject"]["start"], m["object"]["start"], m["relation"], m["probability"]) for m in cli.mentions]
 
