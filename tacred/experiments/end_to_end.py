@@ -583,12 +583,12 @@ def table_folder(spec: Spec, out: str | Path | None = None) -> Path:
 def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | Path | None = None) -> list[Path]:
     """``end_to_end_summary.json`` and ``end_to_end.md`` in ``out`` (else the spec's ``out``) from the stored records,
     and the table in ``readme`` between its markers; nothing is written when no row has a record."""
-    from tacred.experiments.comparison import _readme_parts, table_of, update_readme
+    from tacred.experiments.tables import readme_parts, table_of, update_readme
 
     spec = load_spec(spec_path)
     folder = table_folder(spec, out)
     if readme is not None:
-        _readme_parts(Path(readme), spec.marker)
+        readme_parts(Path(readme), spec.marker)
     summary = measure(spec)
     if not any(summary[m.key]["seeds"] for m in spec.models):
         raise EndToEndError(f"{spec.path}: nothing measured (no row has a record under {spec.results}); no table "

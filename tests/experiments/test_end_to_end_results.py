@@ -425,8 +425,8 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
 
 def test_the_committed_conll04_table_is_what_the_committed_records_give(tmp_path: Path) -> None:
     """docs/results/conll04's summary and table, and README's CoNLL04 table, regenerate from the stored records."""
-    from tacred.experiments.comparison import table_of
     from tacred.experiments.end_to_end import SUMMARY_FILE, TABLE_FILE, compare
+    from tacred.experiments.tables import table_of
 
     folder = REPO / "docs" / "results" / "conll04"
     compare(folder / "end_to_end.yaml", tmp_path)
