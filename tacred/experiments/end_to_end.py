@@ -20,16 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tacred.errors import TacredError
+from tacred.experiments import tables
 from tacred.experiments.ablation import RESULT_FILE, run_dir
-from tacred.experiments.ensemble import mean_std
-from tacred.io import read_json, write_json, write_text_atomic
+from tacred.experiments.tables import Goal, Published, Row, TableError
+from tacred.io import read_json, write_json
 
 RECORD_FILE = "end_to_end.json"
 SUMMARY_FILE = "end_to_end_summary.json"
 TABLE_FILE = "end_to_end.md"
 NER_DONE = "training.json"  # the last file `tacred ner train` writes
-TARGET_KEYS = ("micro_f1", "ner_f1")
+# what a row's `target` may set, and the entry of its summary each is held against
+GOALS = {"micro_f1": Goal("micro ≥ {:.1f}", "micro_f1_mean"), "ner_f1": Goal("NER ≥ {:.1f}", "ner_f1_mean")}
+SECTION_KEYS = ("results", "runs_dir", "gold", "train_data", "documents", "data_dir", "ner_epochs", "operating_point",
+                "out")
+MODEL_KEYS = ("variant", "variants", "seeds", "ner", "readme", "config")  # beside every table's row keys
 # how each seed's relations are decided: the plain argmax; one no-relation threshold chosen on the gold dev pairs for
 # F1; per-relation thresholds chosen there for precision >= 0.8 (`tacred threshold tune` with these options). All are
 # recorded; the spec's `operating_point` is the table's
@@ -47,12 +51,12 @@ MEASURES = {
 }
 
 
-class EndToEndError(TacredError, ValueError):
-    """A spec, a run or a record that cannot be used (the message names the file and the entry)."""
+class EndToEndError(TableError):
+    """A run, a record or a step of a seed that cannot be used (the message names the file and the entry)."""
 
 
 @dataclass(frozen=True)
-class Model:
+class Model(Row):
     """One row of the application: the variant of the sweep its seeds come from and the seeds that complete it.
 
     ``variants``: more than one where a recipe's seeds were trained under more than one of the sweep's variants (one
@@ -60,12 +64,8 @@ class Model:
     trained under two of them is an error, so no seed counts twice. ``seeds``: the row's seeds, 1 to N for
     ``seeds: N`` in the spec, or the list it names (a recipe whose seed 1 cannot be retrained, say)."""
 
-    key: str
-    name: str
-    inputs: str
     variants: tuple[str, ...]
     seeds: tuple[int, ...]
-    target: dict[str, float] = field(default_factory=dict)
     ner: str | None = None  # a key of the spec's `ners`; None: each run trains its own (`tacred ner train` defaults)
     readme: bool = True  # False: the row is in end_to_end.md (and the summary) but not in README's table
     config: str | None = None  # a joint model's tacred fit configuration: its seeds train themselves (joint_seeds.py)
@@ -93,18 +93,6 @@ class NerRecipe:
 
 
 @dataclass(frozen=True)
-class Published:
-    """A published end-to-end system: NER F1 and strict relation F1 as its paper prints them, and which average."""
-
-    name: str
-    inputs: str
-    ner_f1: float | None
-    relation_f1: float
-    average: str
-    source: str
-
-
-@dataclass(frozen=True)
 class Spec:
     path: Path
     title: str
@@ -119,7 +107,7 @@ class Spec:
     ner_epochs: int
     operating_point: str
     models: tuple[Model, ...]
-    published: tuple[Published, ...]
+    published: tuple[Published, ...]  # each with its `ner_f1` (or None), `relation_f1` and its `average`
     ners: dict[str, NerRecipe] = field(default_factory=dict)
     out: Path | None = None  # where the table and the summary go (the spec's `out`, relative to its folder)
 
@@ -137,159 +125,115 @@ def check_inputs(spec: Spec) -> None:
                                 "to the working directory)")
 
 
+def load_spec(path: str | Path) -> Spec:
+    """Read and check a spec (:mod:`tacred.experiments.tables` reads the keys every table shares); paths in it are
+    relative to the working directory, ``results`` and ``out`` to the spec's folder."""
+    path = Path(path)
+    where = str(path)
+    data = tables.read_spec(path, ("end_to_end", "ners"))
+    if not isinstance(data.get("end_to_end"), dict):
+        raise TableError(f"{where}: expected a mapping with an 'end_to_end' section")
+    e2e, section = data["end_to_end"], f"{where}, end_to_end"
+    tables.check_keys(e2e, SECTION_KEYS, section)
+    point = e2e.get("operating_point", "dev_f1")
+    if point not in OPERATING_POINTS:
+        raise TableError(f"{section}: operating_point must be one of {', '.join(OPERATING_POINTS)}, got {point!r}")
+    epochs = e2e.get("ner_epochs", 30)
+    if type(epochs) is not int or epochs < 1:
+        raise TableError(f"{section}: 'ner_epochs' must be a whole number of epochs, at least 1, got {epochs!r}")
+    ners = {}
+    for at, entry in tables.entries(data, "ners", where):
+        recipe = _ner_recipe(entry, at)
+        if recipe.key in ners:
+            raise TableError(f"{at}: the key {recipe.key!r} is used twice")
+        ners[recipe.key] = recipe
+    rows = tables.read_rows(data, where, MODEL_KEYS, GOALS)
+    inputs = {key: Path(tables.text(e2e, key, section)) for key in ("runs_dir", "gold", "train_data", "documents",
+                                                                     "data_dir")}
+    out = e2e.get("out")
+    return Spec(path, title=tables.text(data, "title", where), measure=tables.text(data, "measure", where),
+                marker=tables.text(data, "marker", where, ""),
+                results=path.parent / tables.text(e2e, "results", section), **inputs, ner_epochs=epochs,
+                operating_point=point, models=tuple(_model(at, entry, row, ners) for at, entry, row in rows),
+                published=tables.read_published(data, where, PUBLISHED_FIGURES), ners=ners,
+                out=None if out is None else path.parent / tables.text(e2e, "out", section))
+
+
+def _average(entry: dict[str, Any], key: str, where: str) -> str:
+    """Which average a published relation F1 is, and so the column it is shown in."""
+    value = tables.text(entry, key, where)
+    if value not in ("micro", "macro"):
+        raise TableError(f"{where}: '{key}' must be micro or macro, got {value!r}")
+    return value
+
+
+# a published system's figures as the paper prints them: NER F1 where it gives one, strict relation F1, its average
+PUBLISHED_FIGURES = {"ner_f1": tables.optional_number, "relation_f1": tables.number, "average": _average}
+
+
+def _model(where: str, entry: dict[str, Any], row: dict[str, Any], ners: dict[str, NerRecipe]) -> Model:
+    """A row's own keys: its sweep variant(s) and seeds, a NER of the spec's, whether README shows it, and a joint
+    model's configuration."""
+    ner = entry.get("ner")
+    if ner is not None and ner not in ners:
+        raise TableError(f"{where}: 'ner' {ner!r} is none of the spec's ners ({', '.join(ners) or 'none listed'})")
+    readme = entry.get("readme", True)
+    if not isinstance(readme, bool):
+        raise TableError(f"{where}: 'readme' must be true or false, got {readme!r}")
+    config = entry.get("config")
+    if config is not None and (not isinstance(config, str) or ner is not None or "variants" in entry):
+        raise TableError(f"{where}: 'config' names a joint model's configuration file, with one 'variant' (its "
+                         "folder name) and no 'ner' (the joint model finds its own entities)")
+    return Model(**row, variants=_variants(entry, where), seeds=_seeds(entry, where), ner=ner, readme=readme,
+                 config=config)
+
+
 def _plain_name(value: str, where: str, key: str) -> str:
     """A name that becomes one folder under the sweep's folders: no path separator, not ``.`` or ``..``."""
     if "/" in value or "\\" in value or value.strip() in (".", "..") or value != value.strip():
-        raise EndToEndError(f"{where}: '{key}' {value!r} must be the name of one folder (a sweep variant), not a path")
+        raise TableError(f"{where}: '{key}' {value!r} must be the name of one folder (a sweep variant), not a path")
     return value
-
-
-def _need(entry: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
-    if key not in entry:
-        raise EndToEndError(f"{where}: needs '{key}'")
-    value = entry[key]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or (kind is str and not value.strip()):
-        raise EndToEndError(f"{where}: '{key}' must be a {'non-empty text' if kind is str else kind.__name__}, "
-                            f"got {value!r}")
-    return value
-
-
-def _entries(data: dict[str, Any], key: str, where: str) -> list[tuple[str, dict[str, Any]]]:
-    """The mappings listed under ``key``, each with how errors name it (``FILE, key[k]``)."""
-    found = []
-    listed = data.get(key) or []
-    if not isinstance(listed, list):
-        raise EndToEndError(f"{where}: '{key}' must be a list of mappings, got {listed!r}")
-    for k, entry in enumerate(listed):
-        if not isinstance(entry, dict):
-            raise EndToEndError(f"{where}, {key}[{k}]: expected a mapping")
-        found.append((f"{where}, {key}[{k}]", entry))
-    return found
 
 
 def _variants(entry: dict[str, Any], where: str) -> tuple[str, ...]:
     """A row's sweep variants: ``variant: NAME`` or ``variants: [NAME, ...]`` (one of the two)."""
     if ("variant" in entry) == ("variants" in entry):
-        raise EndToEndError(f"{where}: needs 'variant' (one sweep variant) or 'variants' (a list), not both")
+        raise TableError(f"{where}: needs 'variant' (one sweep variant) or 'variants' (a list), not both")
     if "variant" in entry:
-        return (_plain_name(_need(entry, "variant", where), where, "variant"),)
+        return (_plain_name(tables.text(entry, "variant", where), where, "variant"),)
     names = entry["variants"]
     if (not isinstance(names, list) or not names or len(set(names)) < len(names)
             or not all(isinstance(n, str) and n.strip() for n in names)):
-        raise EndToEndError(f"{where}: 'variants' must be a list of distinct variant names, got {names!r}")
+        raise TableError(f"{where}: 'variants' must be a list of distinct variant names, got {names!r}")
     return tuple(_plain_name(n, where, "variants") for n in names)
 
 
 def _seeds(entry: dict[str, Any], where: str) -> tuple[int, ...]:
     """A row's seeds: ``seeds: N`` (1 to N) or ``seeds: [S, ...]`` (distinct positive seeds, in that order)."""
     if "seeds" not in entry:
-        raise EndToEndError(f"{where}: needs 'seeds'")
+        raise TableError(f"{where}: needs 'seeds'")
     seeds = entry["seeds"]
     listed = list(range(1, seeds + 1)) if type(seeds) is int else seeds
     if (not isinstance(listed, list) or not listed or len(set(listed)) < len(listed)
             or not all(type(s) is int and s > 0 for s in listed)):
-        raise EndToEndError(f"{where}: 'seeds' must be a positive number or a list of distinct positive seeds, "
-                            f"got {seeds!r}")
+        raise TableError(f"{where}: 'seeds' must be a positive number or a list of distinct positive seeds, "
+                         f"got {seeds!r}")
     return tuple(listed)
-
-
-def load_spec(path: str | Path) -> Spec:
-    """Read and check a spec; paths in it are relative to the working directory, ``results`` to the spec's folder."""
-    import yaml
-
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise EndToEndError(f"{path}: cannot read the spec ({err})") from None
-    where = str(path)
-    if not isinstance(data, dict) or not isinstance(data.get("end_to_end"), dict):
-        raise EndToEndError(f"{where}: expected a mapping with an 'end_to_end' section")
-    unknown = set(data) - {"end_to_end", "title", "measure", "marker", "models", "published", "ners"}
-    if unknown:
-        raise EndToEndError(f"{where}: unknown keys {sorted(unknown)}")
-    e2e = data["end_to_end"]
-    section = f"{where}, end_to_end"
-    unknown = set(e2e) - {"results", "runs_dir", "gold", "train_data", "documents", "data_dir", "ner_epochs",
-                          "operating_point", "out"}
-    if unknown:
-        raise EndToEndError(f"{section}: unknown keys {sorted(unknown)}")
-    point = e2e.get("operating_point", "dev_f1")
-    if point not in OPERATING_POINTS:
-        raise EndToEndError(f"{section}: operating_point must be one of {', '.join(OPERATING_POINTS)}, got {point!r}")
-    ners = {}
-    for at, entry in _entries(data, "ners", where):
-        recipe = _ner_recipe(entry, at)
-        if recipe.key in ners:
-            raise EndToEndError(f"{at}: the key {recipe.key!r} is used twice")
-        ners[recipe.key] = recipe
-    epochs = e2e.get("ner_epochs", 30)
-    if type(epochs) is not int or epochs < 1:
-        raise EndToEndError(f"{section}: 'ner_epochs' must be a whole number of epochs, at least 1, got {epochs!r}")
-    models, keys = [], set()
-    for at, entry in _entries(data, "models", where):
-        target = entry.get("target") or {}
-        if not isinstance(target, dict) or set(target) - set(TARGET_KEYS):
-            raise EndToEndError(f"{at}: 'target' takes {', '.join(TARGET_KEYS)}")
-        for key, value in target.items():
-            if type(value) not in (int, float):
-                raise EndToEndError(f"{at}: 'target' {key} must be a number (percent), got {value!r}")
-        unknown = set(entry) - {"key", "name", "inputs", "variant", "variants", "seeds", "target", "ner", "readme",
-                                "config"}
-        if unknown:
-            raise EndToEndError(f"{at}: unknown keys {sorted(unknown)}")
-        ner = entry.get("ner")
-        if ner is not None and ner not in ners:
-            raise EndToEndError(f"{at}: 'ner' {ner!r} is none of the spec's ners ({', '.join(ners) or 'none listed'})")
-        readme = entry.get("readme", True)
-        if not isinstance(readme, bool):
-            raise EndToEndError(f"{at}: 'readme' must be true or false, got {readme!r}")
-        config = entry.get("config")
-        if config is not None and (not isinstance(config, str) or ner is not None or "variants" in entry):
-            raise EndToEndError(f"{at}: 'config' names a joint model's configuration file, with one 'variant' (its "
-                                "folder name) and no 'ner' (the joint model finds its own entities)")
-        if _need(entry, "key", at) in keys:
-            raise EndToEndError(f"{at}: the key {entry['key']!r} is used twice (each row needs its own)")
-        keys.add(entry["key"])
-        models.append(Model(_need(entry, "key", at), _need(entry, "name", at), _need(entry, "inputs", at),
-                            _variants(entry, at), _seeds(entry, at),
-                            {key: float(value) for key, value in target.items()}, ner, readme, config))
-    if not models:
-        raise EndToEndError(f"{where}: 'models' lists no model")
-    published = []
-    for at, entry in _entries(data, "published", where):
-        ner = entry.get("ner_f1")
-        if _need(entry, "average", at) not in ("micro", "macro"):
-            raise EndToEndError(f"{at}: 'average' must be micro or macro, got {entry['average']!r}")
-        published.append(Published(_need(entry, "name", at), _need(entry, "inputs", at),
-                                   None if ner is None else _need(entry, "ner_f1", at, float),
-                                   _need(entry, "relation_f1", at, float), _need(entry, "average", at),
-                                   _need(entry, "source", at)))
-    return Spec(path, _need(data, "title", where), _need(data, "measure", where), str(data.get("marker") or ""),
-                path.parent / _need(e2e, "results", section), Path(_need(e2e, "runs_dir", section)),
-                Path(_need(e2e, "gold", section)), Path(_need(e2e, "train_data", section)),
-                Path(_need(e2e, "documents", section)), Path(_need(e2e, "data_dir", section)),
-                epochs, point, tuple(models), tuple(published), ners,
-                None if e2e.get("out") is None else path.parent / _need(e2e, "out", section))
 
 
 def _ner_recipe(entry: dict[str, Any], where: str) -> NerRecipe:
     """A ``ners`` entry (key, name, args); ``tacred ner train`` checks the options themselves when it runs (the first
     step of each seed)."""
-    unknown = set(entry) - {"key", "name", "args"}
-    if unknown:
-        raise EndToEndError(f"{where}: unknown keys {sorted(unknown)}")
+    tables.check_keys(entry, ("key", "name", "args"), where)
     args = entry.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise EndToEndError(f"{where}: 'args' must be a list of texts (tacred ner train options), got {args!r}")
+        raise TableError(f"{where}: 'args' must be a list of texts (tacred ner train options), got {args!r}")
     if {"--data", "--out", "--seed"} & {a.split("=")[0] for a in args}:
-        raise EndToEndError(f"{where}: 'args' cannot set --data, --out or --seed (the spec and the seed do)")
-    key = _need(entry, "key", where)
+        raise TableError(f"{where}: 'args' cannot set --data, --out or --seed (the spec and the seed do)")
+    key = tables.text(entry, "key", where)
     if not key.replace("_", "").isalnum():
-        raise EndToEndError(f"{where}: 'key' {key!r} must be letters, digits and underscores (it names folders)")
-    return NerRecipe(key, _need(entry, "name", where), tuple(args))
+        raise TableError(f"{where}: 'key' {key!r} must be letters, digits and underscores (it names folders)")
+    return NerRecipe(key, tables.text(entry, "name", where), tuple(args))
 
 
 def is_end_to_end(path: str | Path) -> bool:
@@ -502,65 +446,37 @@ def measure_model(spec: Spec, model: Model) -> dict[str, Any]:
     row: dict[str, Any] = ({"variant": model.variant} if len(model.variants) == 1 else {"variants": variants}) | {
         "seeds": seeds, "complete": set(seeds) == set(model.seeds)}
     for key, found in values.items():
-        row[key] = [round(v, 2) for v in found]
-        if found:
-            mean, std = mean_std(found)
-            row[f"{key}_mean"], row[f"{key}_std"] = round(mean, 2), round(std, 2)
+        row |= tables.spread(key, found)
     if model.target and row["complete"]:
-        row["targets"] = {key: {"target": want, "value": row[f"{key}_mean"], "met": row[f"{key}_mean"] >= want,
-                                "missed_by": round(max(want - row[f"{key}_mean"], 0.0), 2)}
-                          for key, want in model.target.items()}
+        row["targets"] = tables.verdicts(model.target, row, GOALS)
     return row
 
 
 def measure(spec: Spec) -> dict[str, Any]:
     return {"title": spec.title, "measure": spec.measure,
             **{m.key: {"name": m.name, "inputs": m.inputs, **measure_model(spec, m)} for m in spec.models},
-            "published": [vars(p) for p in spec.published]}
-
-
-def _pm(row: dict[str, Any], key: str) -> str:
-    """Mean ± sample std over the row's seeds; one seed's value alone (a spread needs two)."""
-    if f"{key}_mean" not in row:
-        return "–"
-    if len(row[key]) < 2:
-        return f"{row[f'{key}_mean']:.2f}"
-    return f"{row[f'{key}_mean']:.2f} ± {row[f'{key}_std']:.2f}"
-
-
-def _target_cell(model: Model, row: dict[str, Any]) -> str:
-    if not row["complete"]:
-        return f"under way ({len(row['seeds'])} of {len(model.seeds)} seeds)"
-    if not model.target:
-        return "–"
-    labels = {"micro_f1": "micro ≥ {:.1f}", "ner_f1": "NER ≥ {:.1f}"}
-    return "; ".join(labels[key].format(v["target"]) + (": met" if v["met"] else f": missed by {v['missed_by']:.2f}")
-                     for key, v in row["targets"].items())
-
-
-def _line(cells: list[str]) -> str:
-    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+            "published": [p.record() for p in spec.published]}
 
 
 def render_markdown(spec: Spec, summary: dict[str, Any], readme: bool = False) -> str:
-    """The title, what is measured, the application's rows (mean ± std over seeds, the target) and the published
-    systems (their strict relation F1 in the micro or the macro column, as printed), then the sources; ``readme``:
-    without the rows the spec keeps out of README (``readme: false``)."""
-    lines = [f"# {spec.title}", "", spec.measure, "",
-             "| system | inputs | seeds | NER F1 | relation F1 (strict, micro) | P | R | macro-F1 | target |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    """The table: the application's rows (mean ± std over seeds, the target) and the published systems (their strict
+    relation F1 in the micro or the macro column, as printed), then the sources; ``readme``: without the rows the spec
+    keeps out of README (``readme: false``)."""
+    figures = ("ner_f1", "micro_f1", "micro_precision", "micro_recall", "macro_f1")  # the columns after "seeds"
+    rows = []
     for model in spec.models:
         if readme and not model.readme:
             continue
         row = summary[model.key]
-        lines.append(_line([model.name, model.inputs, str(len(row["seeds"])), _pm(row, "ner_f1"), _pm(row, "micro_f1"),
-                            _pm(row, "micro_precision"), _pm(row, "micro_recall"), _pm(row, "macro_f1"),
-                            _target_cell(model, row)]))
+        rows.append([model.name, model.inputs, str(len(row["seeds"])),
+                     *(tables.mean_std_cell(row, key) for key in figures),
+                     tables.target_cell(row, GOALS, len(model.seeds))])
     for p in spec.published:
-        figure = f"{p.relation_f1:.2f}"
-        micro, macro = (figure, "") if p.average == "micro" else ("", figure)
-        lines.append(_line([p.name, p.inputs, "", "" if p.ner_f1 is None else f"{p.ner_f1:.2f}", micro, "", "",
-                            macro, "published"]))
+        figure, ner = f"{p.figures['relation_f1']:.2f}", p.figures["ner_f1"]
+        micro, macro = (figure, "") if p.figures["average"] == "micro" else ("", figure)
+        rows.append([p.name, p.inputs, "", "" if ner is None else f"{ner:.2f}", micro, "", "", macro, "published"])
+    head = ["system", "inputs", "seeds", "NER F1", "relation F1 (strict, micro)", "P", "R", "macro-F1", "target"]
+    lines = tables.markdown_table(head, "llrrrrrrl", rows)
     lines += ["", "Sources: " + "; ".join(f"{p.name}: {p.source}" for p in spec.published)]
     return "\n".join(lines) + "\n"
 
@@ -581,25 +497,22 @@ def table_folder(spec: Spec, out: str | Path | None = None) -> Path:
 
 
 def compare(spec_path: str | Path, out: str | Path | None = None, readme: str | Path | None = None) -> list[Path]:
-    """``end_to_end_summary.json`` and ``end_to_end.md`` in ``out`` (else the spec's ``out``) from the stored records,
-    and the table in ``readme`` between its markers; nothing is written when no row has a record."""
-    from tacred.experiments.comparison import _readme_parts, table_of, update_readme
-
+    """``end_to_end_summary.json`` and ``end_to_end.md`` (the title and what is measured above the table) in ``out``
+    (else the spec's ``out``) from the stored records, and the table in ``readme`` between its markers; nothing is
+    written when no row has a record."""
     spec = load_spec(spec_path)
     folder = table_folder(spec, out)
     if readme is not None:
-        _readme_parts(Path(readme), spec.marker)
+        tables.readme_parts(Path(readme), spec.marker)  # a README without its markers fails before anything is written
     summary = measure(spec)
     if not any(summary[m.key]["seeds"] for m in spec.models):
         raise EndToEndError(f"{spec.path}: nothing measured (no row has a record under {spec.results}); no table "
                             "written")
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [write_json(folder / SUMMARY_FILE, summary),
-             write_text_atomic(folder / TABLE_FILE, render_markdown(spec, summary))]
-    if readme is not None:
-        paths.append(update_readme(readme, table_of(render_markdown(spec, summary, readme=True)), spec.marker))
-    return paths
+    page = tables.markdown_page(spec.title, spec.measure, render_markdown(spec, summary))
+    return tables.write_results(folder / SUMMARY_FILE, summary, folder / TABLE_FILE, page, readme,
+                                render_markdown(spec, summary, readme=True), spec.marker)
 
 
-__all__ = ("EndToEndError", "Spec", "check_inputs", "compare", "load_spec", "table_folder", "measure", "finished", "render_markdown", "run_seed",
-           "score_ner", "score_relations_of", "seed_variant", "trained")
+__all__ = ("EndToEndError", "Spec", "check_inputs", "compare", "finished", "load_spec", "measure", "render_markdown",
+           "run_seed", "score_ner", "score_relations_of", "seed_variant", "table_folder", "trained")

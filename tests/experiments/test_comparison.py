@@ -13,6 +13,7 @@ import pytest
 
 from tacred.cli import main
 from tacred.experiments import comparison as C
+from tacred.experiments import tables as T
 from tests.conftest import REPO
 
 LABELS = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)", "Member-Collection(e1,e2)"]
@@ -133,6 +134,7 @@ def test_the_command_writes_summary_and_table_and_rewrites_them_identically(spec
     ("seeds: 2", "seeds: 0"),
     ("macro_f1: 84.8", "macro_f1: high"),
     ("target: {macro_f1: 90.0}", "target: {f1: 90.0}"),
+    ('source: "Zhang et al. (2018)"', 'source: "Zhang et al. (2018)", year: 2018'),
 ])
 def test_a_wrong_spec_is_one_line_naming_the_file_and_entry(spec: Path, capsys, change, message) -> None:
     spec.write_text(spec.read_text().replace(change, message))
@@ -141,9 +143,26 @@ def test_a_wrong_spec_is_one_line_naming_the_file_and_entry(spec: Path, capsys, 
     assert err.startswith("tacred compare: error: ") and str(spec) in err and len(err.splitlines()) == 1
     expected = {"variant: big}": "models[2]: give exactly one of 'variant' and 'candidates'",
                 "seeds: 2": "'seeds' must be a positive integer",
-                "macro_f1: 84.8": "published[0]: macro_f1: must be a number",
-                "target: {macro_f1: 90.0}": "models[1]: 'target' may hold"}[change]
+                "macro_f1: 84.8": "published[0]: 'macro_f1' must be a number, got 'high'",
+                "target: {macro_f1: 90.0}": "models[1]: 'target' takes macro_f1, max_std, vote_macro_f1",
+                'source: "Zhang et al. (2018)"': "published[0]: unknown keys ['year']"}[change]
     assert expected in err
+
+
+def test_models_that_are_not_a_list_are_one_line_too(spec: Path, capsys) -> None:
+    spec.write_text(SPEC.split("models:")[0] + "models: 5\n")  # once a traceback (an int is not iterable)
+    assert main(["compare", str(spec)]) == 2
+    assert f"{spec}: 'models' must be a list of mappings, got 5" in capsys.readouterr().err
+
+
+def test_a_vote_target_without_a_vote_is_not_measured(spec: Path) -> None:
+    """One seed has no majority vote to hold a vote target against: the table says so (once a TypeError)."""
+    spec.write_text(spec.read_text().replace("variant: big}", "variant: big, seeds: 1, target: {vote_macro_f1: 80.0}}"))
+    summary = C.measure(C.load_spec(spec))
+    assert summary["big"]["targets"] == {"vote_macro_f1": {"target": 80.0, "value": None, "met": False,
+                                                           "missed_by": None}}
+    assert "| a transformer | MiniLM | 95.00 | 95.00 | – | vote ≥ 80.0: not measured |" in C.render_markdown(
+        C.load_spec(spec), summary)
 
 
 def test_a_missing_results_folder_is_named(spec: Path, capsys) -> None:
@@ -155,20 +174,20 @@ def test_a_missing_results_folder_is_named(spec: Path, capsys) -> None:
 
 def test_the_readme_gets_the_table_between_its_markers_and_nothing_else_moves(spec: Path, capsys) -> None:
     readme = spec.parent / "README.md"
-    readme.write_text(f"# tool\n\nintro\n\n{C.README_START}\nold table\n{C.README_END}\n\nafter\n")
+    readme.write_text(f"# tool\n\nintro\n\n{T.README_START}\nold table\n{T.README_END}\n\nafter\n")
     out = spec.parent / "out"
     out.mkdir()
     for _ in range(2):  # a second run finds its own table and replaces it the same way
         assert main(["compare", str(spec), "--out", str(out), "--readme", str(readme)]) == 0
         text = readme.read_text()
-        assert text.startswith(f"# tool\n\nintro\n\n{C.README_START}\n| model |")
-        assert text.endswith(f"{C.README_END}\n\nafter\n") and "old table" not in text
-        assert C.table_of((out / "comparison.md").read_text()) in text
+        assert text.startswith(f"# tool\n\nintro\n\n{T.README_START}\n| model |")
+        assert text.endswith(f"{T.README_END}\n\nafter\n") and "old table" not in text
+        assert T.table_of((out / "comparison.md").read_text()) in text
     readme.write_text("# no markers\n")
     elsewhere = spec.parent / "elsewhere"
     elsewhere.mkdir()
     assert main(["compare", str(spec), "--out", str(elsewhere), "--readme", str(readme)]) == 2
-    assert f"{readme}: needs one '{C.README_START}' line" in capsys.readouterr().err
+    assert f"{readme}: needs one '{T.README_START}' line" in capsys.readouterr().err
     assert readme.read_text() == "# no markers\n" and not any(elsewhere.iterdir())
 
 
@@ -204,7 +223,7 @@ def test_the_committed_summary_and_table_are_what_the_committed_runs_give(folder
 
 @pytest.mark.parametrize("folder", COMMITTED, ids=lambda f: f.name)
 def test_readmes_results_table_is_the_committed_comparison(folder: Path) -> None:
-    table = C.table_of((folder / "comparison.md").read_text())
+    table = T.table_of((folder / "comparison.md").read_text())
     assert table in (REPO / "README.md").read_text(), "README's results table differs from comparison.md"
 
 
@@ -213,9 +232,9 @@ def test_a_spec_for_another_data_set_names_its_measure_metric_readme_markers_and
                                     "metric: macro-F1 (SemEval-style)\nmarker: kbp37\n")
     spec.write_text(text.replace("variant: big}", "variant: big, seeds: 1}"))
     readme = spec.parent / "README.md"
-    start, end = C.readme_markers("kbp37")
+    start, end = T.readme_markers("kbp37")
     assert (start, end) == ("<!-- tacred compare kbp37: start -->", "<!-- tacred compare kbp37: end -->")
-    readme.write_text(f"{C.README_START}\nSemEval's table\n{C.README_END}\n{start}\nold\n{end}\n")
+    readme.write_text(f"{T.README_START}\nSemEval's table\n{T.README_END}\n{start}\nold\n{end}\n")
     out = spec.parent / "out"
     out.mkdir()
     assert main(["compare", str(spec), "--out", str(out), "--readme", str(readme)]) == 0
@@ -224,7 +243,7 @@ def test_a_spec_for_another_data_set_names_its_measure_metric_readme_markers_and
     assert summary["big"]["complete"] and summary["big"]["seeds"] == [1]  # one seed is this row's whole budget
     table = (out / "comparison.md").read_text()
     assert "| model | word representation | macro-F1 (SemEval-style) | micro F1 |" in table
-    assert readme.read_text().startswith(f"{C.README_START}\nSemEval's table\n{C.README_END}\n{start}\n| model |")
+    assert readme.read_text().startswith(f"{T.README_START}\nSemEval's table\n{T.README_END}\n{start}\n| model |")
     spec.write_text(text.replace("variant: big}", "variant: big, seeds: 0}"))
-    with pytest.raises(C.ComparisonError, match=r"models\[2\]: 'seeds' must be a positive integer, got 0"):
+    with pytest.raises(T.TableError, match=r"models\[2\]: 'seeds' must be a positive integer, got 0"):
         C.load_spec(spec)

@@ -24,6 +24,7 @@ from tacred.experiments.end_to_end import (
     run_seed,
     score_ner,
 )
+from tacred.experiments.tables import TableError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -149,6 +150,8 @@ def test_tacred_compare_writes_an_end_to_end_table_into_readme(tmp_path: Path, c
     (lambda s: s["models"][0].update(target={"micro_f1": "high"}),
      "models[0]: 'target' micro_f1 must be a number (percent), got 'high'"),
     (lambda s: s["published"][0].update(average="median"), "published[0]: 'average' must be micro or macro"),
+    (lambda s: s["published"][0].update(relation_f1="high"), "published[0]: 'relation_f1' must be a number"),
+    (lambda s: s["published"][0].update(year=2020), "published[0]: unknown keys ['year']"),
     (lambda s: s["models"][0].update(variant="../"), "models[0]: 'variant' '../' must be the name of one folder"),
     (lambda s: (s["models"][0].pop("variant"), s["models"][0].update(variants=["paper", "a/b"])),
      "models[0]: 'variants' 'a/b' must be the name of one folder"),
@@ -159,7 +162,7 @@ def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path: Path, ch
     spec = json.loads(json.dumps(SPEC))
     change(spec)
     path = write_spec(tmp_path, spec)
-    with pytest.raises(EndToEndError, match="end_to_end.yaml") as err:
+    with pytest.raises(TableError, match="end_to_end.yaml") as err:
         load_spec(path)
     assert message in str(err.value)
     assert e2e_main([str(path)]) == 2
@@ -328,7 +331,7 @@ def test_the_conll04_spec_names_the_recipes_and_the_published_systems_of_docs() 
     record = REPO / "docs" / "results" / "conll04" / "ner_variants" / "transformer_mpnet_shape" / "training.json"
     assert options in json.loads(record.read_text())["command"]
     for p in spec.published:
-        assert f"{p.relation_f1:g}" in page and p.name.split()[0] in page
+        assert f"{p.figures['relation_f1']:g}" in page and p.name.split()[0] in page
 
 
 CONLL04_SOURCE = REPO.parent / "shared" / "data" / "conll04"
@@ -425,8 +428,8 @@ def test_the_whole_path_on_a_tiny_release(tmp_path: Path, capsys, monkeypatch: p
 
 def test_the_committed_conll04_table_is_what_the_committed_records_give(tmp_path: Path) -> None:
     """docs/results/conll04's summary and table, and README's CoNLL04 table, regenerate from the stored records."""
-    from tacred.experiments.comparison import table_of
     from tacred.experiments.end_to_end import SUMMARY_FILE, TABLE_FILE, compare
+    from tacred.experiments.tables import table_of
 
     folder = REPO / "docs" / "results" / "conll04"
     compare(folder / "end_to_end.yaml", tmp_path)
