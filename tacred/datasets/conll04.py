@@ -12,17 +12,16 @@ character offsets map back to tokens.
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
+from tacred.datasets.conversion import check_source, converted_release
 from tacred.errors import TacredError
-from tacred.io import write_json, write_jsonl
-from tacred.text.spacy_pipeline import annotate_words, given_or_default, load_spacy, model_id, tacred_example
+from tacred.io import write_jsonl
+from tacred.text.spacy_pipeline import annotate_words, given_or_default, tacred_example
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -36,6 +35,9 @@ SPLITS = {"train": "conll04_train.json", "dev": "conll04_dev.json", "test": "con
 # pairs grow as the square of its entities, so one sentence of 400 entities alone would be 159,600 examples
 MAX_ENTITIES = 100
 MAX_PAIRS = 1_000_000
+# conversion.json's entries in the order written
+RECORD = ("source", "files", "sentences", "sentences_without_pairs", "entities", "relations", "sizes", "positives",
+          "label_counts", "entity_types", "spacy_model", "spacy_version", "labels", "seconds")
 
 # CoNLL04 entity type → subj_type/obj_type of the converted examples: the TACRED names that spaCy's entities map to
 # in extraction (tacred.text.spacy_pipeline.NER_MAP), so training's relation signatures hold for extracted pairs.
@@ -227,9 +229,7 @@ def check_release(src_dir: str | Path, max_entities: int = MAX_ENTITIES,
     """Read the three split files, so that a bad source fails before spaCy is loaded: every sentence checked, no
     sentence with more than ``max_entities`` entities (its pairs grow as the square), no split that converts to no
     example, and at most ``max_pairs`` examples in all."""
-    src_dir = Path(src_dir)
-    if not src_dir.is_dir():
-        raise CoNLL04Error(f"{src_dir}: not a folder (expected the folder holding {', '.join(SPLITS.values())})")
+    src_dir = check_source(src_dir, SPLITS.values(), CoNLL04Error)
     splits = {split: read_conll04(src_dir / name) for split, name in SPLITS.items()}
     for split, sentences in splits.items():
         path = src_dir / SPLITS[split]
@@ -253,51 +253,38 @@ def check_release(src_dir: str | Path, max_entities: int = MAX_ENTITIES,
 def write_release(src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None,
                   batch_size: int = 256, max_entities: int = MAX_ENTITIES,
                   max_pairs: int = MAX_PAIRS) -> dict[str, Any]:
-    """Convert the release: train/dev/test.json, labels.json, documents/<file stem>.jsonl (the raw sentences for
-    ``tacred extract``), conversion.json and a README. The limits: :func:`check_release`."""
+    """Check and convert the release: train/dev/test.json, labels.json, documents/<file stem>.jsonl (the raw
+    sentences for ``tacred extract``), conversion.json and a README. The limits: :func:`check_release`; ``nlp``: a
+    spaCy pipeline or its name (None: the default), loaded once the release is checked."""
     sentences = check_release(src_dir, max_entities, max_pairs)
-    import spacy
-
-    if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
-        nlp = load_spacy(nlp)
-    start = time.perf_counter()
-    splits = {name: convert_sentences(sents, name, nlp, batch_size) for name, sents in sentences.items()}
-    seconds = time.perf_counter() - start
+    release = converted_release(src_dir, SPLITS, CONLL04_LABELS, nlp, lambda nlp: {
+        name: convert_sentences(sents, name, nlp, batch_size) for name, sents in sentences.items()})
     out_dir = Path(out_dir)
     (out_dir / "documents").mkdir(parents=True, exist_ok=True)
-    for name, examples in splits.items():
-        write_json(out_dir / f"{name}.json", examples, indent=None, ensure_ascii=False)
+    for name, sents in sentences.items():
         stem = Path(SPLITS[name]).stem
-        write_jsonl(out_dir / "documents" / f"{stem}.jsonl", documents(sentences[name], stem))
-    write_json(out_dir / "labels.json", list(CONLL04_LABELS), indent=None)
-    counts = {name: dict(Counter(ex["relation"] for ex in exs)) for name, exs in splits.items()}
-    info = {
-        "source": str(Path(src_dir).resolve()),
-        "files": dict(SPLITS),
-        "sentences": {name: len(s) for name, s in sentences.items()},
-        "sentences_without_pairs": {name: sum(len(x.entities) < 2 for x in s) for name, s in sentences.items()},
-        "entities": {name: sum(len(x.entities) for x in s) for name, s in sentences.items()},
-        "relations": {name: sum(len(x.relations) for x in s) for name, s in sentences.items()},
-        "sizes": {name: len(examples) for name, examples in splits.items()},
-        "positives": {name: len(exs) - counts[name].get(NO_RELATION, 0) for name, exs in splits.items()},
-        "label_counts": counts,
-        "entity_types": dict(TACRED_TYPES),
-        "spacy_model": model_id(nlp),
-        "spacy_version": spacy.__version__,
-        "labels": len(CONLL04_LABELS),
-        "seconds": round(seconds, 1),
-    }
-    write_json(out_dir / "conversion.json", info, indent=None, ensure_ascii=False)
+        write_jsonl(out_dir / "documents" / f"{stem}.jsonl", documents(sents, stem))
+    counts = release.label_counts
+    info = release.record(
+        RECORD,
+        sentences={name: len(s) for name, s in sentences.items()},
+        sentences_without_pairs={name: sum(len(x.entities) < 2 for x in s) for name, s in sentences.items()},
+        entities={name: sum(len(x.entities) for x in s) for name, s in sentences.items()},
+        relations={name: sum(len(x.relations) for x in s) for name, s in sentences.items()},
+        positives={name: size - counts[name].get(NO_RELATION, 0) for name, size in release.sizes.items()},
+        entity_types=dict(TACRED_TYPES),
+    )
     sizes = info["sizes"]
-    (out_dir / "README").write_text(
+    readme = (
         "CoNLL04 (Roth & Yih, 2004; SpERT's split and layout) in TACRED format, converted by "
         "`tacred convert conll04`.\n"
         f"train {sizes['train']} / dev {sizes['dev']} / test {sizes['test']} examples: every ordered pair of "
         "distinct entities of a sentence, its relation (head = subject, tail = object) or no_relation.\n"
         "Entity types: Peop -> PERSON, Org -> ORGANIZATION, Loc -> LOCATION, Other -> MISC (the names spaCy's "
         "entities get in tacred extract).\n"
-        f"The release's tokens; POS and NER by spaCy {info['spacy_model']} (spaCy {spacy.__version__}).\n"
+        f"The release's tokens; POS and NER by spaCy {release.spacy_model} (spaCy {release.spacy_version}).\n"
         "documents/: each split's sentences as tacred extract input (tokens joined by spaces, id "
-        "<file stem>-<index>), for tacred score-extraction.\n",
-        encoding="utf-8")
+        "<file stem>-<index>), for tacred score-extraction.\n"
+    )
+    release.write(out_dir, info, readme)
     return info
