@@ -19,6 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
 from tacred.datasets.conversion import check_source, converted_release
+from tacred.datasets.spert_layout import (
+    JointSentence,
+    JointTypes,
+    SpanEntity,
+    SpertLayoutError,
+    check_sentence,
+)
 from tacred.errors import TacredError
 from tacred.io import write_jsonl
 from tacred.text.spacy_pipeline import annotate_words, given_or_default, tacred_example
@@ -30,6 +37,7 @@ ENTITY_TYPES = ("Peop", "Org", "Loc", "Other")
 RELATIONS = ("Work_For", "Kill", "OrgBased_In", "Live_In", "Located_In")
 # The declared label set (6): fixed order, no_relation first.
 CONLL04_LABELS = (NO_RELATION, *RELATIONS)
+CONLL04_TYPES = JointTypes(ENTITY_TYPES, RELATIONS)
 SPLITS = {"train": "conll04_train.json", "dev": "conll04_dev.json", "test": "conll04_test.json"}
 # Size limits of a conversion (the release: at most 24 entities a sentence, 19,080 examples in all): a sentence's
 # pairs grow as the square of its entities, so one sentence of 400 entities alone would be 159,600 examples
@@ -74,88 +82,28 @@ class CoNLL04Error(TacredError, ValueError):
 
 
 @dataclass(frozen=True)
-class Entity:
-    type: str
-    start: int  # token index, inclusive
-    end: int  # token index, exclusive (SpERT's layout)
+class Sentence(JointSentence):
+    """One checked sentence (:class:`JointSentence`: tokens, entities, relations as ``(type, head, tail)`` entity
+    indices) with the release's ``orig_id``."""
 
-
-@dataclass(frozen=True)
-class Sentence:
-    """One checked sentence: tokens, entities, and relations as ``(type, head, tail)`` entity indices."""
-
-    index: int
-    tokens: tuple[str, ...]
-    entities: tuple[Entity, ...]
-    relations: tuple[tuple[str, int, int], ...]
     orig_id: Any = None
 
-    @property
-    def text(self) -> str:
-        """The tokens joined by single spaces: the document ``tacred extract`` reads."""
-        return " ".join(self.tokens)
-
-    def char_span(self, entity: Entity) -> tuple[int, int]:
-        """The entity's character offsets in :attr:`text` (end-exclusive)."""
+    def char_span(self, entity: SpanEntity) -> tuple[int, int]:
+        """The entity's character offsets in :attr:`text`, the document ``tacred extract`` reads (end-exclusive)."""
         start = sum(len(t) + 1 for t in self.tokens[:entity.start])
         end = start + len(" ".join(self.tokens[entity.start:entity.end]))
         return start, end
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_sentence(raw: Any, index: int, where: str) -> Sentence:
-    """One sentence of a SpERT-layout file, checked; raises :class:`CoNLL04Error` naming ``where`` and the index."""
-    at = f"{where}, sentence {index}"
-    if not isinstance(raw, dict):
-        raise CoNLL04Error(f"{at}: expected a JSON object, found {type(raw).__name__}")
-    for key in ("tokens", "entities", "relations"):
-        if not isinstance(raw.get(key), list):
-            raise CoNLL04Error(f"{at}: '{key}' must be a list, found {json.dumps(raw.get(key))[:60]}")
-    tokens = raw["tokens"]
-    if not tokens:
-        raise CoNLL04Error(f"{at}: 'tokens' is empty")
-    for i, tok in enumerate(tokens):
-        if not isinstance(tok, str) or not tok or any(c.isspace() for c in tok):
-            raise CoNLL04Error(f"{at}: token {i} ({tok!r}) must be a non-empty string without white space")
-    entities = []
-    for k, ent in enumerate(raw["entities"]):
-        if not isinstance(ent, dict) or ent.get("type") not in ENTITY_TYPES:
-            found = ent.get("type") if isinstance(ent, dict) else ent
-            raise CoNLL04Error(f"{at}: entity {k} has type {found!r}, expected one of {', '.join(ENTITY_TYPES)}")
-        start, end = ent.get("start"), ent.get("end")
-        for key, value in (("start", start), ("end", end)):
-            if not _int(value):
-                raise CoNLL04Error(f"{at}: entity {k} has {key}={value!r}, which is not an integer (a token index)")
-        if not 0 <= start < end <= len(tokens):
-            raise CoNLL04Error(f"{at}: entity {k} has span start={start!r}, end={end!r}, which does not satisfy "
-                               f"0 <= start < end <= {len(tokens)} (tokens; end is exclusive)")
-        entities.append(Entity(ent["type"], start, end))
-    for a in range(len(entities)):
-        for b in range(a + 1, len(entities)):
-            if entities[a].start < entities[b].end and entities[b].start < entities[a].end:
-                raise CoNLL04Error(f"{at}: entities {a} and {b} overlap (tokens {entities[a].start}-"
-                                   f"{entities[a].end} and {entities[b].start}-{entities[b].end})")
-    relations, pairs = [], {}
-    for k, rel in enumerate(raw["relations"]):
-        if not isinstance(rel, dict) or rel.get("type") not in RELATIONS:
-            found = rel.get("type") if isinstance(rel, dict) else rel
-            raise CoNLL04Error(f"{at}: relation {k} has type {found!r}, expected one of {', '.join(RELATIONS)}")
-        head, tail = rel.get("head"), rel.get("tail")
-        for role, value in (("head", head), ("tail", tail)):
-            if not (_int(value) and 0 <= value < len(entities)):
-                raise CoNLL04Error(f"{at}: relation {k}: {role} {value!r} is out of range (the sentence has "
-                                   f"{len(entities)} entities)")
-        if head == tail:
-            raise CoNLL04Error(f"{at}: relation {k}: head and tail are the same entity ({head})")
-        if (head, tail) in pairs:
-            raise CoNLL04Error(f"{at}: relations {pairs[(head, tail)]} and {k} both hold between entities {head} "
-                               f"and {tail} (one label per ordered pair)")
-        pairs[(head, tail)] = k
-        relations.append((rel["type"], head, tail))
-    return Sentence(index, tuple(tokens), tuple(entities), tuple(relations), raw.get("orig_id"))
+def _sentence(raw: Any, index: int, where: str) -> Sentence:
+    """One sentence checked by :func:`tacred.datasets.spert_layout.check_sentence` against CoNLL04's types, with no
+    limit on its entities (:func:`check_release` applies ``--max_entities``) and no overlapping entities (each pair
+    becomes one example, whose subject and object must not share a token)."""
+    try:
+        s = check_sentence(raw, index, where, CONLL04_TYPES, max_entities=None, overlaps=False)
+    except SpertLayoutError as err:
+        raise CoNLL04Error(str(err)) from None
+    return Sentence(s.index, s.tokens, s.entities, s.relations, raw.get("orig_id"))
 
 
 def read_conll04(path: str | Path) -> list[Sentence]:
@@ -169,7 +117,7 @@ def read_conll04(path: str | Path) -> list[Sentence]:
         raise CoNLL04Error(f"{path}: not a JSON file ({err})") from None
     if not isinstance(data, list):
         raise CoNLL04Error(f"{path}: expected a JSON list of sentences, found {type(data).__name__}")
-    return [check_sentence(raw, i, str(path)) for i, raw in enumerate(data)]
+    return [_sentence(raw, i, str(path)) for i, raw in enumerate(data)]
 
 
 def document_id(stem: str, index: int) -> str:
