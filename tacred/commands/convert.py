@@ -103,12 +103,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _semeval(args: argparse.Namespace) -> int:
-    from tacred.datasets.semeval import check_release, write_release
-    from tacred.text.spacy_pipeline import load_spacy
+    from tacred.datasets.semeval import write_release
 
-    check_release(args.src, args.dev_size)
-    nlp = load_spacy(args.spacy_model)
-    info = write_release(args.src, args.out, dev_size=args.dev_size, seed=args.seed, nlp=nlp,
+    # the release is checked whole before spaCy loads
+    info = write_release(args.src, args.out, dev_size=args.dev_size, seed=args.seed, nlp=args.spacy_model,
                          batch_size=args.batch_size)
     sizes = info["sizes"]
     print(f"SemEval-2010 Task 8 -> {args.out} with spaCy {info['spacy_model']} in {info['seconds']:.1f} s")

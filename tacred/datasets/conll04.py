@@ -12,17 +12,23 @@ character offsets map back to tokens.
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
+from tacred.datasets.conversion import check_source, converted_release
+from tacred.datasets.spert_layout import (
+    JointSentence,
+    JointTypes,
+    SpanEntity,
+    SpertLayoutError,
+    check_sentence,
+)
 from tacred.errors import TacredError
-from tacred.io import write_json, write_jsonl
-from tacred.text.spacy_pipeline import annotate_words, given_or_default, load_spacy, model_id, tacred_example
+from tacred.io import write_jsonl
+from tacred.text.spacy_pipeline import annotate_words, given_or_default, tacred_example
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -31,11 +37,15 @@ ENTITY_TYPES = ("Peop", "Org", "Loc", "Other")
 RELATIONS = ("Work_For", "Kill", "OrgBased_In", "Live_In", "Located_In")
 # The declared label set (6): fixed order, no_relation first.
 CONLL04_LABELS = (NO_RELATION, *RELATIONS)
+CONLL04_TYPES = JointTypes(ENTITY_TYPES, RELATIONS)
 SPLITS = {"train": "conll04_train.json", "dev": "conll04_dev.json", "test": "conll04_test.json"}
 # Size limits of a conversion (the release: at most 24 entities a sentence, 19,080 examples in all): a sentence's
 # pairs grow as the square of its entities, so one sentence of 400 entities alone would be 159,600 examples
 MAX_ENTITIES = 100
 MAX_PAIRS = 1_000_000
+# conversion.json's entries in the order written
+RECORD = ("source", "files", "sentences", "sentences_without_pairs", "entities", "relations", "sizes", "positives",
+          "label_counts", "entity_types", "spacy_model", "spacy_version", "labels", "seconds")
 
 # CoNLL04 entity type → subj_type/obj_type of the converted examples: the TACRED names that spaCy's entities map to
 # in extraction (tacred.text.spacy_pipeline.NER_MAP), so training's relation signatures hold for extracted pairs.
@@ -72,88 +82,28 @@ class CoNLL04Error(TacredError, ValueError):
 
 
 @dataclass(frozen=True)
-class Entity:
-    type: str
-    start: int  # token index, inclusive
-    end: int  # token index, exclusive (SpERT's layout)
+class Sentence(JointSentence):
+    """One checked sentence (:class:`JointSentence`: tokens, entities, relations as ``(type, head, tail)`` entity
+    indices) with the release's ``orig_id``."""
 
-
-@dataclass(frozen=True)
-class Sentence:
-    """One checked sentence: tokens, entities, and relations as ``(type, head, tail)`` entity indices."""
-
-    index: int
-    tokens: tuple[str, ...]
-    entities: tuple[Entity, ...]
-    relations: tuple[tuple[str, int, int], ...]
     orig_id: Any = None
 
-    @property
-    def text(self) -> str:
-        """The tokens joined by single spaces: the document ``tacred extract`` reads."""
-        return " ".join(self.tokens)
-
-    def char_span(self, entity: Entity) -> tuple[int, int]:
-        """The entity's character offsets in :attr:`text` (end-exclusive)."""
+    def char_span(self, entity: SpanEntity) -> tuple[int, int]:
+        """The entity's character offsets in :attr:`text`, the document ``tacred extract`` reads (end-exclusive)."""
         start = sum(len(t) + 1 for t in self.tokens[:entity.start])
         end = start + len(" ".join(self.tokens[entity.start:entity.end]))
         return start, end
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_sentence(raw: Any, index: int, where: str) -> Sentence:
-    """One sentence of a SpERT-layout file, checked; raises :class:`CoNLL04Error` naming ``where`` and the index."""
-    at = f"{where}, sentence {index}"
-    if not isinstance(raw, dict):
-        raise CoNLL04Error(f"{at}: expected a JSON object, found {type(raw).__name__}")
-    for key in ("tokens", "entities", "relations"):
-        if not isinstance(raw.get(key), list):
-            raise CoNLL04Error(f"{at}: '{key}' must be a list, found {json.dumps(raw.get(key))[:60]}")
-    tokens = raw["tokens"]
-    if not tokens:
-        raise CoNLL04Error(f"{at}: 'tokens' is empty")
-    for i, tok in enumerate(tokens):
-        if not isinstance(tok, str) or not tok or any(c.isspace() for c in tok):
-            raise CoNLL04Error(f"{at}: token {i} ({tok!r}) must be a non-empty string without white space")
-    entities = []
-    for k, ent in enumerate(raw["entities"]):
-        if not isinstance(ent, dict) or ent.get("type") not in ENTITY_TYPES:
-            found = ent.get("type") if isinstance(ent, dict) else ent
-            raise CoNLL04Error(f"{at}: entity {k} has type {found!r}, expected one of {', '.join(ENTITY_TYPES)}")
-        start, end = ent.get("start"), ent.get("end")
-        for key, value in (("start", start), ("end", end)):
-            if not _int(value):
-                raise CoNLL04Error(f"{at}: entity {k} has {key}={value!r}, which is not an integer (a token index)")
-        if not 0 <= start < end <= len(tokens):
-            raise CoNLL04Error(f"{at}: entity {k} has span start={start!r}, end={end!r}, which does not satisfy "
-                               f"0 <= start < end <= {len(tokens)} (tokens; end is exclusive)")
-        entities.append(Entity(ent["type"], start, end))
-    for a in range(len(entities)):
-        for b in range(a + 1, len(entities)):
-            if entities[a].start < entities[b].end and entities[b].start < entities[a].end:
-                raise CoNLL04Error(f"{at}: entities {a} and {b} overlap (tokens {entities[a].start}-"
-                                   f"{entities[a].end} and {entities[b].start}-{entities[b].end})")
-    relations, pairs = [], {}
-    for k, rel in enumerate(raw["relations"]):
-        if not isinstance(rel, dict) or rel.get("type") not in RELATIONS:
-            found = rel.get("type") if isinstance(rel, dict) else rel
-            raise CoNLL04Error(f"{at}: relation {k} has type {found!r}, expected one of {', '.join(RELATIONS)}")
-        head, tail = rel.get("head"), rel.get("tail")
-        for role, value in (("head", head), ("tail", tail)):
-            if not (_int(value) and 0 <= value < len(entities)):
-                raise CoNLL04Error(f"{at}: relation {k}: {role} {value!r} is out of range (the sentence has "
-                                   f"{len(entities)} entities)")
-        if head == tail:
-            raise CoNLL04Error(f"{at}: relation {k}: head and tail are the same entity ({head})")
-        if (head, tail) in pairs:
-            raise CoNLL04Error(f"{at}: relations {pairs[(head, tail)]} and {k} both hold between entities {head} "
-                               f"and {tail} (one label per ordered pair)")
-        pairs[(head, tail)] = k
-        relations.append((rel["type"], head, tail))
-    return Sentence(index, tuple(tokens), tuple(entities), tuple(relations), raw.get("orig_id"))
+def _sentence(raw: Any, index: int, where: str) -> Sentence:
+    """One sentence checked by :func:`tacred.datasets.spert_layout.check_sentence` against CoNLL04's types, with no
+    limit on its entities (:func:`check_release` applies ``--max_entities``) and no overlapping entities (each pair
+    becomes one example, whose subject and object must not share a token)."""
+    try:
+        s = check_sentence(raw, index, where, CONLL04_TYPES, max_entities=None, overlaps=False)
+    except SpertLayoutError as err:
+        raise CoNLL04Error(str(err)) from None
+    return Sentence(s.index, s.tokens, s.entities, s.relations, raw.get("orig_id"))
 
 
 def read_conll04(path: str | Path) -> list[Sentence]:
@@ -167,7 +117,7 @@ def read_conll04(path: str | Path) -> list[Sentence]:
         raise CoNLL04Error(f"{path}: not a JSON file ({err})") from None
     if not isinstance(data, list):
         raise CoNLL04Error(f"{path}: expected a JSON list of sentences, found {type(data).__name__}")
-    return [check_sentence(raw, i, str(path)) for i, raw in enumerate(data)]
+    return [_sentence(raw, i, str(path)) for i, raw in enumerate(data)]
 
 
 def document_id(stem: str, index: int) -> str:
@@ -227,9 +177,7 @@ def check_release(src_dir: str | Path, max_entities: int = MAX_ENTITIES,
     """Read the three split files, so that a bad source fails before spaCy is loaded: every sentence checked, no
     sentence with more than ``max_entities`` entities (its pairs grow as the square), no split that converts to no
     example, and at most ``max_pairs`` examples in all."""
-    src_dir = Path(src_dir)
-    if not src_dir.is_dir():
-        raise CoNLL04Error(f"{src_dir}: not a folder (expected the folder holding {', '.join(SPLITS.values())})")
+    src_dir = check_source(src_dir, SPLITS.values(), CoNLL04Error)
     splits = {split: read_conll04(src_dir / name) for split, name in SPLITS.items()}
     for split, sentences in splits.items():
         path = src_dir / SPLITS[split]
@@ -253,51 +201,38 @@ def check_release(src_dir: str | Path, max_entities: int = MAX_ENTITIES,
 def write_release(src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None,
                   batch_size: int = 256, max_entities: int = MAX_ENTITIES,
                   max_pairs: int = MAX_PAIRS) -> dict[str, Any]:
-    """Convert the release: train/dev/test.json, labels.json, documents/<file stem>.jsonl (the raw sentences for
-    ``tacred extract``), conversion.json and a README. The limits: :func:`check_release`."""
+    """Check and convert the release: train/dev/test.json, labels.json, documents/<file stem>.jsonl (the raw
+    sentences for ``tacred extract``), conversion.json and a README. The limits: :func:`check_release`; ``nlp``: a
+    spaCy pipeline or its name (None: the default), loaded once the release is checked."""
     sentences = check_release(src_dir, max_entities, max_pairs)
-    import spacy
-
-    if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
-        nlp = load_spacy(nlp)
-    start = time.perf_counter()
-    splits = {name: convert_sentences(sents, name, nlp, batch_size) for name, sents in sentences.items()}
-    seconds = time.perf_counter() - start
+    release = converted_release(src_dir, SPLITS, CONLL04_LABELS, nlp, lambda nlp: {
+        name: convert_sentences(sents, name, nlp, batch_size) for name, sents in sentences.items()})
     out_dir = Path(out_dir)
     (out_dir / "documents").mkdir(parents=True, exist_ok=True)
-    for name, examples in splits.items():
-        write_json(out_dir / f"{name}.json", examples, indent=None, ensure_ascii=False)
+    for name, sents in sentences.items():
         stem = Path(SPLITS[name]).stem
-        write_jsonl(out_dir / "documents" / f"{stem}.jsonl", documents(sentences[name], stem))
-    write_json(out_dir / "labels.json", list(CONLL04_LABELS), indent=None)
-    counts = {name: dict(Counter(ex["relation"] for ex in exs)) for name, exs in splits.items()}
-    info = {
-        "source": str(Path(src_dir).resolve()),
-        "files": dict(SPLITS),
-        "sentences": {name: len(s) for name, s in sentences.items()},
-        "sentences_without_pairs": {name: sum(len(x.entities) < 2 for x in s) for name, s in sentences.items()},
-        "entities": {name: sum(len(x.entities) for x in s) for name, s in sentences.items()},
-        "relations": {name: sum(len(x.relations) for x in s) for name, s in sentences.items()},
-        "sizes": {name: len(examples) for name, examples in splits.items()},
-        "positives": {name: len(exs) - counts[name].get(NO_RELATION, 0) for name, exs in splits.items()},
-        "label_counts": counts,
-        "entity_types": dict(TACRED_TYPES),
-        "spacy_model": model_id(nlp),
-        "spacy_version": spacy.__version__,
-        "labels": len(CONLL04_LABELS),
-        "seconds": round(seconds, 1),
-    }
-    write_json(out_dir / "conversion.json", info, indent=None, ensure_ascii=False)
+        write_jsonl(out_dir / "documents" / f"{stem}.jsonl", documents(sents, stem))
+    counts = release.label_counts
+    info = release.record(
+        RECORD,
+        sentences={name: len(s) for name, s in sentences.items()},
+        sentences_without_pairs={name: sum(len(x.entities) < 2 for x in s) for name, s in sentences.items()},
+        entities={name: sum(len(x.entities) for x in s) for name, s in sentences.items()},
+        relations={name: sum(len(x.relations) for x in s) for name, s in sentences.items()},
+        positives={name: size - counts[name].get(NO_RELATION, 0) for name, size in release.sizes.items()},
+        entity_types=dict(TACRED_TYPES),
+    )
     sizes = info["sizes"]
-    (out_dir / "README").write_text(
+    readme = (
         "CoNLL04 (Roth & Yih, 2004; SpERT's split and layout) in TACRED format, converted by "
         "`tacred convert conll04`.\n"
         f"train {sizes['train']} / dev {sizes['dev']} / test {sizes['test']} examples: every ordered pair of "
         "distinct entities of a sentence, its relation (head = subject, tail = object) or no_relation.\n"
         "Entity types: Peop -> PERSON, Org -> ORGANIZATION, Loc -> LOCATION, Other -> MISC (the names spaCy's "
         "entities get in tacred extract).\n"
-        f"The release's tokens; POS and NER by spaCy {info['spacy_model']} (spaCy {spacy.__version__}).\n"
+        f"The release's tokens; POS and NER by spaCy {release.spacy_model} (spaCy {release.spacy_version}).\n"
         "documents/: each split's sentences as tacred extract input (tokens joined by spaces, id "
-        "<file stem>-<index>), for tacred score-extraction.\n",
-        encoding="utf-8")
+        "<file stem>-<index>), for tacred score-extraction.\n"
+    )
+    release.write(out_dir, info, readme)
     return info

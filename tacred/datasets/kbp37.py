@@ -8,7 +8,6 @@ id and recorded in ``conversion.json`` so that test scores can count it as a ``n
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,16 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
+from tacred.datasets.conversion import check_source, converted_release
 from tacred.datasets.release_blocks import labelled_sentences
 from tacred.errors import TacredError
-from tacred.io import write_json
 from tacred.text.spacy_pipeline import (
     NOMINAL,
     Annotation,
     annotate_words,
     given_or_default,
-    load_spacy,
-    model_id,
     tacred_example,
 )
 
@@ -42,6 +39,9 @@ RELATIONS = (
 # The declared label set (37): fixed order, no_relation first, never derived from what a split holds.
 KBP37_LABELS = (NO_RELATION, *(f"{r}({a},{b})" for r in RELATIONS for a, b in (("e1", "e2"), ("e2", "e1"))))
 SPLITS = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+# conversion.json's entries in the order written
+RECORD = ("source", "files", "sentences", "sizes", "spacy_model", "spacy_version", "labels", "label_counts",
+          "unconverted", "seconds")
 _MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")
 
 
@@ -144,51 +144,30 @@ def unconverted(records: Sequence[KBP37Record], prefix: str) -> list[dict[str, A
 
 def check_release(src_dir: str | Path) -> dict[str, list[KBP37Record]]:
     """Read the three release files, so that a bad source fails before spaCy is loaded."""
-    src_dir = Path(src_dir)
-    if not src_dir.is_dir():
-        raise KBP37Error(f"{src_dir}: not a folder (expected the folder holding {', '.join(SPLITS.values())})")
+    src_dir = check_source(src_dir, SPLITS.values(), KBP37Error)
     return {split: read_kbp37(src_dir / name) for split, name in SPLITS.items()}
 
 
 def write_release(
     src_dir: str | Path, out_dir: str | Path, nlp: Language | str | None = None, batch_size: int = 256
 ) -> dict[str, Any]:
-    """Convert the release and write train/dev/test.json, labels.json, conversion.json and a README."""
-    records = check_release(src_dir)  # before spaCy is imported: a bad release is answered at once
-    import spacy
-
-    if nlp is None or isinstance(nlp, str):  # a model's name (None: the default): loaded once the release is checked
-        nlp = load_spacy(nlp)
-    start = time.perf_counter()
-    splits = {name: convert_records(recs, name, nlp, batch_size) for name, recs in records.items()}
-    seconds = time.perf_counter() - start
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, examples in splits.items():
-        write_json(out_dir / f"{name}.json", examples, indent=None, ensure_ascii=False)
-    write_json(out_dir / "labels.json", list(KBP37_LABELS), indent=None)
+    """Check and convert the release, then write train/dev/test.json, labels.json, conversion.json and a README;
+    ``nlp``: a spaCy pipeline or its name (None: the default), loaded once the release is checked."""
+    records = check_release(src_dir)
+    release = converted_release(src_dir, SPLITS, KBP37_LABELS, nlp, lambda nlp: {
+        name: convert_records(recs, name, nlp, batch_size) for name, recs in records.items()})
     skipped = {name: unconverted(recs, name) for name, recs in records.items()}
-    info = {
-        "source": str(Path(src_dir).resolve()),
-        "files": dict(SPLITS),
-        "sentences": {name: len(recs) for name, recs in records.items()},
-        "sizes": {name: len(examples) for name, examples in splits.items()},
-        "spacy_model": model_id(nlp),
-        "spacy_version": spacy.__version__,
-        "labels": len(KBP37_LABELS),
-        "label_counts": {name: dict(Counter(ex["relation"] for ex in exs)) for name, exs in splits.items()},
-        "unconverted": skipped,
-        "seconds": round(seconds, 1),
-    }
-    write_json(out_dir / "conversion.json", info, indent=None, ensure_ascii=False)
+    info = release.record(RECORD, sentences={name: len(recs) for name, recs in records.items()}, unconverted=skipped)
+    sizes = info["sizes"]
     lost = ", ".join(f"{name} {len(rows)}" for name, rows in skipped.items())
-    (out_dir / "README").write_text(
+    readme = (
         "KBP37 (Zhang & Wang, 2015, arXiv:1508.01006) in TACRED format, converted by `tacred convert kbp37`.\n"
-        f"train {info['sizes']['train']} / dev {info['sizes']['dev']} / test {info['sizes']['test']} sentences "
+        f"train {sizes['train']} / dev {sizes['dev']} / test {sizes['test']} sentences "
         f"(the release's own splits and tokens; not convertible, listed in conversion.json: {lost}).\n"
         "e1 = subject, e2 = object; the 36 directed labels and no_relation as written; "
-        f"POS and NER by spaCy {info['spacy_model']} (spaCy {spacy.__version__}).\n"
+        f"POS and NER by spaCy {release.spacy_model} (spaCy {release.spacy_version}).\n"
         "Entity types: the NER label most tokens of the span carry, else NOMINAL.\n"
-        "Test scores count the unconvertible test sentences as no_relation predictions (tacred test).\n",
-        encoding="utf-8")
+        "Test scores count the unconvertible test sentences as no_relation predictions (tacred test).\n"
+    )
+    release.write(out_dir, info, readme)
     return info

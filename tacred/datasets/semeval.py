@@ -7,8 +7,6 @@
 from __future__ import annotations
 
 import random
-import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from tacred.constants import NO_RELATION
 from tacred.datasets.annotate import MarkerError, parse_markers
+from tacred.datasets.conversion import check_source, converted_release
 from tacred.datasets.release_blocks import labelled_sentences
 from tacred.errors import TacredError
-from tacred.io import write_json
 from tacred.text.spacy_pipeline import (
     SpanError,
     annotate_spans,
     given_or_default,
-    model_id,
     tacred_example,
 )
 
@@ -39,6 +36,10 @@ OTHER = "Other"
 SEMEVAL_LABELS = (NO_RELATION, *(f"{r}({a},{b})" for r in RELATIONS for a, b in (("e1", "e2"), ("e2", "e1"))))
 TRAIN_FILE = "TRAIN_FILE.TXT"
 TEST_FILE = "TEST_FILE_FULL.TXT"
+FILES = {"train": TRAIN_FILE, "test": TEST_FILE}
+# conversion.json's entries in the order written
+RECORD = ("source", "files", "sizes", "dev_size", "seed", "spacy_model", "spacy_version", "labels", "label_counts",
+          "seconds")
 _FILE_LABELS = frozenset((OTHER, *SEMEVAL_LABELS[1:]))
 
 
@@ -122,9 +123,7 @@ def convert_release(
 
 def check_release(src_dir: str | Path, dev_size: int = 1500) -> None:
     """Read both release files and every sentence's markers, so a bad source fails before spaCy is loaded."""
-    src_dir = Path(src_dir)
-    if not src_dir.is_dir():
-        raise SemEvalError(f"{src_dir}: not a folder (expected the folder holding {TRAIN_FILE} and {TEST_FILE})")
+    src_dir = check_source(src_dir, FILES.values(), SemEvalError)
     train, test = read_semeval(src_dir / TRAIN_FILE), read_semeval(src_dir / TEST_FILE)
     for rec in (*train, *test):
         try:
@@ -134,51 +133,29 @@ def check_release(src_dir: str | Path, dev_size: int = 1500) -> None:
     split_dev(train, dev_size)
 
 
-def _write_json(path: Path, data: Any) -> None:
-    write_json(path, data, indent=None, ensure_ascii=False)
-
-
 def write_release(
     src_dir: str | Path,
     out_dir: str | Path,
     dev_size: int = 1500,
     seed: int = 0,
-    nlp: Language | None = None,
+    nlp: Language | str | None = None,
     batch_size: int = 256,
 ) -> dict[str, Any]:
-    """Convert the release and write train/dev/test.json, labels.json, conversion.json and a README."""
-    import spacy
-
-    nlp = given_or_default(nlp)
-    start = time.perf_counter()
-    splits = convert_release(src_dir, dev_size, seed, nlp, batch_size)
-    seconds = time.perf_counter() - start
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, examples in splits.items():
-        _write_json(out_dir / f"{name}.json", examples)
-    _write_json(out_dir / "labels.json", list(SEMEVAL_LABELS))
-    info = {
-        "source": str(Path(src_dir).resolve()),
-        "files": {"train": TRAIN_FILE, "test": TEST_FILE},
-        "sizes": {name: len(examples) for name, examples in splits.items()},
-        "dev_size": dev_size,
-        "seed": seed,
-        "spacy_model": model_id(nlp),
-        "spacy_version": spacy.__version__,
-        "labels": len(SEMEVAL_LABELS),
-        "label_counts": {name: dict(Counter(ex["relation"] for ex in exs)) for name, exs in splits.items()},
-        "seconds": round(seconds, 1),
-    }
-    _write_json(out_dir / "conversion.json", info)
+    """Check and convert the release, then write train/dev/test.json, labels.json, conversion.json and a README;
+    ``nlp``: a spaCy pipeline or its name (None: the default), loaded once the release is checked."""
+    check_release(src_dir, dev_size)
+    release = converted_release(src_dir, FILES, SEMEVAL_LABELS, nlp,
+                                lambda nlp: convert_release(src_dir, dev_size, seed, nlp, batch_size))
+    info = release.record(RECORD, dev_size=dev_size, seed=seed)
+    sizes = info["sizes"]
     readme = (
         "SemEval-2010 Task 8 (Hendrickx et al., 2010; CC BY 3.0) in TACRED format, converted by "
         "`tacred convert semeval2010`.\n"
-        f"train {info['sizes']['train']} / dev {info['sizes']['dev']} (random sample of {TRAIN_FILE}, "
-        f"seed {seed}) / test {info['sizes']['test']} ({TEST_FILE}).\n"
+        f"train {sizes['train']} / dev {sizes['dev']} (random sample of {TRAIN_FILE}, "
+        f"seed {seed}) / test {sizes['test']} ({TEST_FILE}).\n"
         "e1 = subject, e2 = object; directed labels kept, Other -> no_relation; "
-        f"tokens, POS and NER by spaCy {info['spacy_model']} (spaCy {spacy.__version__}).\n"
+        f"tokens, POS and NER by spaCy {release.spacy_model} (spaCy {release.spacy_version}).\n"
         "Entity types: the span's mapped NER when it is one named entity, else NOMINAL.\n"
     )
-    (out_dir / "README").write_text(readme, encoding="utf-8")
+    release.write(out_dir, info, readme)
     return info

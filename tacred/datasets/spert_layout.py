@@ -3,8 +3,9 @@
 exclusive and ``head``/``tail`` indexing the sentence's entities. Read with the json module alone (no torch), every
 sentence checked; the entity and relation types come from the training data or from a types file.
 
-Overlapping and nested entities are kept (the joint model classifies every span on its own); two entities on the
-same span are refused, as are two relations on one ordered pair (one label per span and per pair).
+Overlapping and nested entities are kept (the joint model classifies every span on its own) unless the reader
+refuses them (CoNLL04's pair conversion); two entities on the same span are refused, as are two relations on one
+ordered pair (one label per span and per pair).
 """
 
 from __future__ import annotations
@@ -93,9 +94,11 @@ def read_types(path: str | Path) -> JointTypes:
     return JointTypes(*kinds)
 
 
-def check_sentence(raw: Any, index: int, where: str, types: JointTypes | None = None) -> JointSentence:
-    """One sentence, checked (against ``types`` when given); raises :class:`SpertLayoutError` naming ``where`` and
-    the sentence index."""
+def check_sentence(raw: Any, index: int, where: str, types: JointTypes | None = None,
+                   max_entities: int | None = MAX_ENTITIES, overlaps: bool = True) -> JointSentence:
+    """One sentence, checked: against ``types`` when given, with at most ``max_entities`` entities (None: no limit),
+    and without two entities that share a word unless ``overlaps``; raises :class:`SpertLayoutError` naming ``where``
+    and the sentence index."""
     at = f"{where}, sentence {index}"
     if not isinstance(raw, dict):
         raise SpertLayoutError(f"{at}: expected a JSON object, found {type(raw).__name__}")
@@ -108,8 +111,8 @@ def check_sentence(raw: Any, index: int, where: str, types: JointTypes | None = 
     for i, tok in enumerate(tokens):
         if not isinstance(tok, str) or not tok or any(c.isspace() for c in tok):
             raise SpertLayoutError(f"{at}: token {i} ({tok!r}) must be a non-empty string without white space")
-    if len(raw["entities"]) > MAX_ENTITIES:
-        raise SpertLayoutError(f"{at}: {len(raw['entities'])} entities, more than the limit of {MAX_ENTITIES} a "
+    if max_entities is not None and len(raw["entities"]) > max_entities:
+        raise SpertLayoutError(f"{at}: {len(raw['entities'])} entities, more than the limit of {max_entities} a "
                                "sentence (their ordered pairs grow with the square)")
     entities: list[SpanEntity] = []
     spans: dict[tuple[int, int], int] = {}
@@ -133,6 +136,12 @@ def check_sentence(raw: Any, index: int, where: str, types: JointTypes | None = 
                                    f"{end}) (one type per span)")
         spans[(start, end)] = k
         entities.append(SpanEntity(kind, start, end))
+    if not overlaps:
+        for a, first in enumerate(entities):
+            for b, second in enumerate(entities[a + 1:], start=a + 1):
+                if first.start < second.end and second.start < first.end:
+                    raise SpertLayoutError(f"{at}: entities {a} and {b} overlap (words [{first.start}, {first.end}) "
+                                           f"and [{second.start}, {second.end}))")
     relations: list[tuple[str, int, int]] = []
     pairs: dict[tuple[int, int], int] = {}
     for k, rel in enumerate(raw["relations"]):

@@ -6,11 +6,11 @@ are hard distractors: the same entity types, cue words negated, in another role,
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 from tacred.constants import NO_RELATION, SUBJECT_TYPES
+from tacred.io import write_json
 
 __all__ = ["RELATIONS", "generate_corpus", "write_corpus"]
 
@@ -497,13 +497,13 @@ def generate_corpus(seed: int = 13, n_train: int = 3000, n_dev: int = 600, n_tes
 
 def write_corpus(out_dir: str | Path, seed: int = 13, n_train: int = 3000, n_dev: int = 600,
                  n_test: int = 600) -> dict[str, Path]:
-    """Write ``train.json``, ``dev.json`` and ``test.json`` (TACRED JSON lists, UTF-8) into ``out_dir``."""
+    """Write ``train.json``, ``dev.json`` and ``test.json`` (TACRED JSON lists, UTF-8, no final newline) into
+    ``out_dir``, each atomically."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a directory; cannot write the demo corpus there")
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     for name, examples in generate_corpus(seed, n_train, n_dev, n_test).items():
-        paths[name] = out / f"{name}.json"
-        paths[name].write_text(json.dumps(examples, ensure_ascii=False), encoding="utf-8")
+        paths[name] = write_json(out / f"{name}.json", examples, indent=None, ensure_ascii=False, newline=False)
     return paths

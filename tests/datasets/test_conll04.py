@@ -67,22 +67,26 @@ def bad(sentence: dict, **change: Any) -> dict:
 
 @pytest.mark.parametrize("sentence, problem", [
     (bad(WORKS, entities=[{"type": "Peop", "start": 0, "end": 12}]),
-     r"sentence 1: entity 0 has span start=0, end=12, which does not satisfy 0 <= start < end <= 9"),
-    (bad(WORKS, entities=[{"type": "Peop", "start": 3, "end": 3}]), r"sentence 1: entity 0 has span start=3, end=3"),
+     r"sentence 1: entity 0 spans words \[0, 12\), out of range \(the sentence has 9 words; end is exclusive\)"),
+    (bad(WORKS, entities=[{"type": "Peop", "start": 3, "end": 3}]), r"sentence 1: entity 0 spans words \[3, 3\), empty"),
     (bad(WORKS, entities=[{"type": "Peop", "start": 1.0, "end": 3}]),
-     r"sentence 1: entity 0 has start=1.0, which is not an integer \(a token index\)"),
-    (bad(WORKS, entities=[{"type": "Peop", "start": 1, "end": True}]), r"sentence 1: entity 0 has end=True, which is not"),
+     r"sentence 1: entity 0's start is 1.0, not an integer"),
+    (bad(WORKS, entities=[{"type": "Peop", "start": 1, "end": True}]), r"sentence 1: entity 0's end is true, not an"),
     (bad(WORKS, entities=[{"type": "Person", "start": 0, "end": 2}]),
-     r"sentence 1: entity 0 has type 'Person', expected one of Peop, Org, Loc, Other"),
+     r"sentence 1: entity 0 has the unknown type 'Person' \(known: Peop, Org, Loc, Other\)"),
     (bad(WORKS, relations=[{"type": "Work_For", "head": 0, "tail": 3}]),
-     r"sentence 1: relation 0: tail 3 is out of range \(the sentence has 3 entities\)"),
-    (bad(WORKS, relations=[{"type": "Work_For", "head": -1, "tail": 1}]), r"sentence 1: relation 0: head -1 is out"),
-    (bad(WORKS, relations=[{"type": "Work_For", "head": 1, "tail": 1}]), r"sentence 1: relation 0: head and tail are the same entity"),
-    (bad(WORKS, relations=[{"type": "Works_For", "head": 0, "tail": 1}]), r"sentence 1: relation 0 has type 'Works_For'"),
+     r"sentence 1: relation 0's tail is entity 3, which does not exist \(the sentence has 3 entities\)"),
+    (bad(WORKS, relations=[{"type": "Work_For", "head": -1, "tail": 1}]), r"sentence 1: relation 0's head is entity -1, which"),
+    (bad(WORKS, relations=[{"type": "Work_For", "head": 1, "tail": 1}]), r"sentence 1: relation 0's head and tail are the same entity"),
+    (bad(WORKS, relations=[{"type": "Works_For", "head": 0, "tail": 1}]), r"sentence 1: relation 0 has the unknown type 'Works_For'"),
     (bad(WORKS, relations=[{"type": "Work_For", "head": 0, "tail": 1}, {"type": "Kill", "head": 0, "tail": 1}]),
-     r"sentence 1: relations 0 and 1 both hold between entities 0 and 1"),
+     r"sentence 1: relations 0 and 1 both hold from entity 0 to entity 1"),
     (bad(WORKS, entities=[{"type": "Peop", "start": 0, "end": 2}, {"type": "Peop", "start": 1, "end": 3}]),
-     r"sentence 1: entities 0 and 1 overlap"),
+     r"sentence 1: entities 0 and 1 overlap \(words \[0, 2\) and \[1, 3\)\)"),
+    (bad(WORKS, entities=[{"type": "Peop", "start": 0, "end": 2}, {"type": "Org", "start": 1, "end": 2}]),
+     r"sentence 1: entities 0 and 1 overlap \(words \[0, 2\) and \[1, 2\)\)"),  # nested
+    (bad(WORKS, entities=[{"type": "Peop", "start": 0, "end": 2}, {"type": "Org", "start": 0, "end": 2}]),
+     r"sentence 1: entities 0 and 1 have the same span \[0, 2\)"),
     (bad(WORKS, tokens=["John", "", "x"]), r"sentence 1: token 1 \(''\) must be a non-empty string"),
     (bad(WORKS, tokens=["New York"]), r"sentence 1: token 0 \('New York'\) must be a non-empty string without white space"),
     (bad(WORKS, relations=None), r"sentence 1: 'relations' must be a list"),
@@ -149,7 +153,7 @@ def test_convert_command_refuses_a_bad_source_before_spacy(tmp_path: Path, capsy
     write(src / SPLITS["test"], [WORKS, bad(KILL, relations=[{"type": "Kill", "head": 0, "tail": 5}])])
     assert main(["conll04", str(src), str(tmp_path / "out"), "--spacy_model", "no_such_model_xyz"]) == 2
     err = capsys.readouterr().err
-    assert "conll04_test.json, sentence 1: relation 0: tail 5 is out of range" in err
+    assert "conll04_test.json, sentence 1: relation 0's tail is entity 5, which does not exist" in err
     assert not (tmp_path / "out").exists()
 
 

@@ -60,7 +60,7 @@ def test_a_bad_span_is_an_error_naming_the_file_and_the_sentence(tmp_path: Path)
     folder = release(tmp_path / "data")
     bad = {**MORE[0], "entities": [{"type": "Peop", "start": 6, "end": 9}]}
     write(folder / SPLITS["train"], [WORKS, bad])
-    with pytest.raises(NerTrainingError, match=r"conll04_train\.json, sentence 1: entity 0 has span start=6, end=9"):
+    with pytest.raises(NerTrainingError, match=r"conll04_train\.json, sentence 1: entity 0 spans words \[6, 9\), out of range"):
         train_ner(folder, tmp_path / "ner")
     assert not (tmp_path / "ner").exists()  # nothing written before the data is checked
 
