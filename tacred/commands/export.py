@@ -17,8 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
                "config.yaml, README.md (the model card: data, recipe, scores, intended use and limits) and "
                "export.json. The ONNX graph is run with ONNX Runtime on --check_file (default: the run's test split) "
                "and the export fails if any probability differs from PyTorch's by more than --tolerance.")
-    p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model, or its run folder (best.ckpt, "
-                                                      "else last.ckpt)")
+    p.add_argument("--ckpt_path", required=True, help="checkpoint of a trained model, its run folder (best.ckpt, "
+                                                      "else last.ckpt) or a shipped model's name (kbp37)")
     p.add_argument("--out", required=True, help="folder to write (must be new or empty unless --overwrite)")
     p.add_argument("--format", choices=("onnx", "torch"), default="onnx",
                    help="onnx (default): model.onnx as well; torch: weights and vocabularies only")
@@ -51,16 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         return report("export", TacredError("ONNX Runtime is not installed; in a clone of tacred: "
                                             "pip install -e '.[export]'"))
-    from tacred.checkpoints import resolve_checkpoint
+    from tacred.inference.api import resolve_model
+    from tacred.inference.shipped import UnknownModelError
     from tacred.training.quiet import tacred_log_lines
 
     try:
         with tacred_log_lines():
-            ckpt_path = resolve_checkpoint(args.ckpt_path)
-        summary = export_folder(ckpt_path, args.out, fmt=args.format, split_file=args.check_file,
+            source = resolve_model(args.ckpt_path)  # a checkpoint, a run folder or a shipped model's name
+        summary = export_folder(source, args.out, fmt=args.format, split_file=args.check_file,
                                 tolerance=args.tolerance, overwrite=args.overwrite, quantize=args.quantize,
                                 min_agreement=args.min_agreement)
-    except (CheckpointError, DataFormatError, ExportError) as err:
+    except (CheckpointError, DataFormatError, ExportError, UnknownModelError) as err:
         return report("export", err)
     except FileNotFoundError as err:
         return report("export", TacredError(str(err)))  # printed as str() gives it, as this command always has

@@ -42,26 +42,37 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
     if source.kind == "export":
         from tacred.inference.onnx_backend import OnnxRelationModel
 
-        return with_ner(reported(OnnxRelationModel(source.path, device=device, threshold=threshold, **options)), ner,
-                        [source.path])
-    if source.kind == "shipped":
-        from tacred.inference.shipped import load_shipped_predictor
-
-        return with_ner(reported(load_shipped_predictor(str(source), device=device, threshold=threshold, **options)),
-                        ner, [source.path])
-    from tacred.checkpoints import read_checkpoint
+        predictor = OnnxRelationModel(source.path, device=device, threshold=threshold, **options)
+        return with_ner(reported(predictor), ner, source.ner_folders)
     from tacred.inference.joint import JointPredictor, is_joint_checkpoint
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
-    checkpoint = read_checkpoint(source.path)  # read once, whichever model it holds
+    checkpoint = model_checkpoint(source)  # read once, whichever model it holds
     if is_joint_checkpoint(checkpoint):  # entities come from the model itself: no NER to attach
         if ner not in (None, "auto", "stock"):
             raise InputError(f"--ner {ner}: {source.path} is a joint model, which finds its own entities")
         # its dev threshold is in the checkpoint; a given one is a probability, a threshold.json is refused there
         return JointPredictor(checkpoint, source.path, device=device, threshold=given, **options)
-    predictor = reported(load_checkpoint_predictor(source.path, device=device, threshold=threshold,
-                                                   checkpoint=checkpoint, **options))
-    return with_ner(predictor, ner, [source.path.parent, source.path.parent.parent])
+    predictor = load_checkpoint_predictor(source.path, device=device, threshold=threshold, checkpoint=checkpoint,
+                                          **options)
+    return with_ner(reported(predictor), ner, source.ner_folders)
+
+
+def model_checkpoint(source: ModelSource) -> dict[str, Any]:
+    """The checkpoint contents of a model argument (:func:`resolve_model`), read once: a checkpoint file's, or a
+    shipped model's rebuilt from its folder (:func:`tacred.inference.shipped.shipped_checkpoint`). An exported
+    folder holds no checkpoint: a :class:`~tacred.checkpoints.CheckpointError` says so (``tacred export`` and
+    ``open_model`` share this reading)."""
+    from tacred.checkpoints import CheckpointError, read_checkpoint
+
+    if source.kind == "export":
+        raise CheckpointError(f"{source.path}: an exported folder (model.onnx), not a checkpoint; give the "
+                              "checkpoint, run folder or shipped model it was exported from")
+    if source.kind == "shipped":
+        from tacred.inference.shipped import shipped_checkpoint
+
+        return shipped_checkpoint(str(source))
+    return read_checkpoint(source.path)
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,12 @@ class ModelSource:
     def threshold_folder(self) -> Path:
         """Where a tuned ``threshold.json`` goes with the model."""
         return self.path.parent if self.kind == "checkpoint" else self.path
+
+    @property
+    def ner_folders(self) -> list[Path]:
+        """Where a trained NER saved with the model (``ner/``) is looked for: beside a checkpoint or in its run
+        folder, in an exported or shipped folder."""
+        return [self.path.parent, self.path.parent.parent] if self.kind == "checkpoint" else [self.path]
 
     def __str__(self) -> str:
         """What names the model on a command line: the shipped name, else the path."""

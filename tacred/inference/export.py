@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tacred.data.batching import EncodedSplit
     from tacred.data.examples import Example
     from tacred.data.vocab import Vocabularies
+    from tacred.inference.api import ModelSource
 
 __all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
 OPSET = 17
@@ -229,20 +230,20 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
     return "\n".join(lines)
 
 
-def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", split_file: str | Path | None = None,
+def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str = "onnx", split_file: str | Path | None = None,
                   tolerance: float = 1e-5, overwrite: bool = False, quantize: str | None = None,
                   min_agreement: float = 0.95) -> dict[str, Any]:
-    """Write the hand-on folder for a checkpoint; with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
+    """Write the hand-on folder for a model (``ckpt_path``: a checkpoint, a run folder or a shipped model's name); with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
     ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference).
 
     ``quantize="int8"``: ``model.onnx`` is the float32 graph, once checked, quantized by :func:`quantize_onnx`; the
     export fails unless the quantized graph's most probable label is PyTorch's on at least ``min_agreement`` of the
     examples checked. The summary gives both graphs' agreement and, where the examples carry gold labels, the micro F1
     of PyTorch and of the quantized graph (official TACRED scorer)."""
-    from tacred.checkpoints import read_checkpoint
+    from tacred.inference.api import ModelSource, model_checkpoint, resolve_model
     from tacred.inference.trained import TrainedNetwork
 
-    ckpt_path, out = Path(ckpt_path), Path(out)
+    out = Path(out)
     if fmt not in ("onnx", "torch"):
         raise ExportError(f"unknown format {fmt!r} (onnx or torch)")
     if quantize is not None and (fmt != "onnx" or quantize not in QUANTIZATIONS):
@@ -251,7 +252,10 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
         raise ExportError(f"min_agreement {min_agreement!r}: a share of examples in [0, 1]")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ExportError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
-    ckpt = read_checkpoint(ckpt_path)  # read once: the network, its vocabularies and the run's facts come from it
+    # a checkpoint, a run folder or a shipped model's name, read as load_model reads it
+    source = ckpt_path if isinstance(ckpt_path, ModelSource) else resolve_model(ckpt_path)
+    ckpt_path = source.path
+    ckpt = model_checkpoint(source)  # read once: the network, its vocabularies and the run's facts come from it
     model = TrainedNetwork.from_checkpoint(ckpt_path, checkpoint=ckpt)
     facts = _run_facts(ckpt_path, ckpt)
     # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
@@ -259,7 +263,7 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     try:
-        summary = _write(out, final, fmt, model, ckpt_path, facts, split_file, tolerance, quantize, min_agreement)
+        summary = _write(out, final, fmt, model, source, facts, split_file, tolerance, quantize, min_agreement)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -270,7 +274,7 @@ def export_folder(ckpt_path: str | Path, out: str | Path, fmt: str = "onnx", spl
     return summary
 
 
-def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts: dict[str, Any],
+def _write(out: Path, final: Path, fmt: str, model: Any, source: ModelSource, facts: dict[str, Any],
            split_file: str | Path | None, tolerance: float, quantize: str | None = None,
            min_agreement: float = 0.95) -> dict[str, Any]:
     """The files of an export folder, written into ``out`` (which becomes ``final``)."""
@@ -292,12 +296,12 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
     (out / PREDICTOR_FILE).write_text(json.dumps(predictor | ({"quantization": quantize} if quantize else {})),
                                       encoding="utf-8")
     (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
-    tuned = ckpt_path.parent / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
+    tuned = source.threshold_folder / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
     if tuned.is_file():
         shutil.copy2(tuned, out / "threshold.json")
     from tacred.ner.training import NER_FOLDER, saved_ner
 
-    ner = saved_ner([ckpt_path.parent, ckpt_path.parent.parent])  # `tacred ner train`'s, used by load_model too
+    ner = saved_ner(source.ner_folders)  # `tacred ner train`'s, used by load_model too
     if ner is not None:
         shutil.copytree(ner, out / NER_FOLDER)
     summary: dict[str, Any] = {"format": fmt, "folder": str(final), "onnx_max_abs_diff": None, "checked_on": None,
@@ -324,7 +328,7 @@ def _write(out: Path, final: Path, fmt: str, model: Any, ckpt_path: Path, facts:
         if quantize:
             summary.update(_quantized(model, data, expected, out, min_agreement, checked=split_file is not None))
     parameters = sum(p.numel() for p in model.net.parameters())
-    (out / "README.md").write_text(model_card(ckpt_path, facts, vocab.labels.itos, parameters,
+    (out / "README.md").write_text(model_card(source.path, facts, vocab.labels.itos, parameters,
                                               summary["onnx_max_abs_diff"], summary["checked_on"], summary),
                                    encoding="utf-8")
     (out / "export.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")

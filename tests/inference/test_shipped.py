@@ -239,3 +239,23 @@ def test_predict_marked_sentences_with_the_shipped_model(tmp_path: Path) -> None
     assert arguments == "Tim Cook -> Apple"
     unknown = run_in_process("predict", "--ckpt_path", "kbp73", "--sentences", str(sentences), check=False)
     assert unknown.status == 2 and "shipped: kbp37" in unknown.stderr
+
+
+@pytest.mark.slow  # exports and checks an ONNX graph (about 30 s)
+def test_export_takes_the_name_as_load_model_does(predictor, tmp_path: Path, capsys) -> None:
+    """``tacred export --ckpt_path kbp37`` reads the shipped model as ``load_model("kbp37")`` does (one reading of a
+    model argument): the exported folder carries its threshold and predicts its labels; an exported folder given
+    back to export is refused, naming what to give instead."""
+    from tacred.commands.export import main
+
+    out = tmp_path / "onnx"
+    assert main(["--ckpt_path", "kbp37", "--out", str(out)]) == 0
+    assert (out / "threshold.json").is_file()
+    exported = load_model(out, device="cpu")
+    marked = ["<subj>John Smith</subj> , chief executive of <obj>Acme Corp</obj> , said .",
+              "<subj>Maria Lopez</subj> was born in <obj>Boston</obj> ."]
+    assert [p.relation for p in exported.predict(marked)] == [p.relation for p in predictor.predict(marked)]
+    capsys.readouterr()
+    assert main(["--ckpt_path", str(out), "--out", str(tmp_path / "again")]) == 2
+    assert "an exported folder (model.onnx), not a checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "again").exists()
