@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tacred.errors import TacredError
+from tacred.inference.model_card import ModelCard
 from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
 
 if TYPE_CHECKING:
@@ -137,8 +138,8 @@ def _run_facts(ckpt_path: Path, ckpt: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str], parameters: int,
-               onnx_diff: float | None, onnx_split: str | None, summary: Mapping[str, Any] | None = None) -> str:
-    """``README.md`` of an exported folder: data, recipe, scores, intended use and limits."""
+               onnx_diff: float | None, onnx_split: str | None, summary: Mapping[str, Any] | None = None) -> ModelCard:
+    """``README.md`` of an exported folder: files, data, recipe, scores, intended use and limits."""
     config = facts["config"]
     data = config.get("data") or {}
     model = config.get("model") or {}
@@ -146,14 +147,7 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
     net = model.get("network") or {}
     test = facts["test"]
     epochs_done = None if facts["epoch"] is None else int(facts["epoch"]) + 1
-    lines = [
-        "# Relation extraction model (tacred)",
-        "",
-        "Position-aware self-attention with relative positional encodings (Bilan & Roth, 2018), trained with the",
-        f"`tacred` package. Exported from `{ckpt_path}`.",
-        "",
-        "## Files",
-        "",
+    files = [
         ("- `model.onnx`: the network; inputs `input_ids` (int64, batch × length), `pad_mask` (bool, True at padding), "
          "`subj_marker` and `obj_marker` (int64, batch: the positions of `@` and `#`); output `probabilities` (batch "
          "× labels)." if net.get("encoder") == "transformer" else
@@ -166,17 +160,15 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
         "- `predictor.json`: how inputs are encoded for the network (`encoder`); `tacred.load_model(folder)` (or",
         "  `tacred.inference.export.OnnxRelationModel(folder)`) predicts with ONNX Runtime alone, without torch: the inputs, errors",
         "  and prediction objects of `load_model` on a checkpoint.",
-        "",
-        "## Data",
-        "",
+    ]
+    training_data = [
         f"- Training data: `{data.get('data_dir')}` (train `{data.get('train_file', 'train.json')}`, dev "
         f"`{data.get('dev_file', 'dev.json')}`, test `{data.get('test_file', 'test.json')}`), TACRED JSON format.",
         f"- {len(labels)} labels; `{labels[0] if labels else ''}` … (see `labels.json`); entity masking "
         f"{'on' if data.get('entity_masking', True) else 'off'}; word vectors "
         f"{'from ' + str(data['glove_path']) if data.get('glove_path') else 'random (no GloVe)'}.",
-        "",
-        "## Recipe",
-        "",
+    ]
+    recipe = [
         (f"- Network: the pretrained transformer `{net.get('pretrained')}` with typed entity markers (Zhou & Chen, "
          f"2021); {parameters:,} parameters." if net.get("encoder") == "transformer" else
          f"- Network: word {net.get('word_dim')}-d, POS {net.get('pos_dim')}-d, NER {net.get('ner_dim')}-d, encoder "
@@ -190,44 +182,43 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
         + f", batch {data.get('batch_size')}, gradient clipping "
         f"{trainer.get('gradient_clip_val')}, seed {config.get('seed_everything')}, precision "
         f"{trainer.get('precision') or '32-true'}; this checkpoint after {epochs_done} of {trainer.get('max_epochs')} epochs.",
-        "",
-        "## Scores",
-        "",
     ]
+    scores = []
     if facts["best_dev_f1"] is not None:
-        lines.append(f"- Best dev F1 during training (official TACRED scorer, micro): {100 * facts['best_dev_f1']:.2f}")
+        scores.append(f"- Best dev F1 during training (official TACRED scorer, micro): {100 * facts['best_dev_f1']:.2f}")
     if test:
-        lines.append(f"- Test (from `{facts['test_metrics_file']}`): P {100 * test['precision']:.2f}, "
-                     f"R {100 * test['recall']:.2f}, F1 {100 * test['f1']:.2f}"
-                     + (f"; SemEval macro-F1 {100 * test['semeval']['macro_f1']:.2f}"
-                        if isinstance(test.get("semeval"), dict) and "macro_f1" in test["semeval"] else ""))
-        lines.append("  (the run's `test_metrics.json`: it belongs to this checkpoint only if `tacred test` was run on it).")
+        scores.append(f"- Test (from `{facts['test_metrics_file']}`): P {100 * test['precision']:.2f}, "
+                      f"R {100 * test['recall']:.2f}, F1 {100 * test['f1']:.2f}"
+                      + (f"; SemEval macro-F1 {100 * test['semeval']['macro_f1']:.2f}"
+                         if isinstance(test.get("semeval"), dict) and "macro_f1" in test["semeval"] else ""))
+        scores.append("  (the run's `test_metrics.json`: it belongs to this checkpoint only if `tacred test` was run on it).")
     else:
-        lines.append("- No test scores found beside the checkpoint (run `tacred test --ckpt_path CKPT` first).")
+        scores.append("- No test scores found beside the checkpoint (run `tacred test --ckpt_path CKPT` first).")
     if onnx_diff is not None:
-        lines.append(f"- ONNX Runtime vs PyTorch on `{onnx_split}`: largest absolute difference of a "
-                     f"probability {onnx_diff:.2e}" + (" (the float32 graph, before quantization)." if
-                                                        (summary or {}).get("quantization") else "."))
+        scores.append(f"- ONNX Runtime vs PyTorch on `{onnx_split}`: largest absolute difference of a "
+                      f"probability {onnx_diff:.2e}" + (" (the float32 graph, before quantization)." if
+                                                         (summary or {}).get("quantization") else "."))
     if (summary or {}).get("quantization"):
         q = summary
-        lines.append(f"- `model.onnx` is quantized ({q['quantization']}, dynamic: int8 weights, activations quantized "
-                     f"per batch): its most probable label is PyTorch's for {q['quantized_agreement']:.2%} of those "
-                     f"examples (largest probability difference {q['quantized_max_abs_diff']:.2e})"
-                     + (f"; micro F1 {100 * q['quantized_f1']:.2f} against PyTorch's {100 * q['torch_f1']:.2f}."
-                        if q.get("quantized_f1") is not None else "."))
-    lines += [
-        "",
-        "## Intended use and limits",
-        "",
+        scores.append(f"- `model.onnx` is quantized ({q['quantization']}, dynamic: int8 weights, activations quantized "
+                      f"per batch): its most probable label is PyTorch's for {q['quantized_agreement']:.2%} of those "
+                      f"examples (largest probability difference {q['quantized_max_abs_diff']:.2e})"
+                      + (f"; micro F1 {100 * q['quantized_f1']:.2f} against PyTorch's {100 * q['torch_f1']:.2f}."
+                         if q.get("quantized_f1") is not None else "."))
+    limits = [
         "- Classifies the relation between one marked subject and one marked object of a single English sentence into",
         "  the labels above, or `no_relation`. It does not find entities: both arguments must be given.",
         "- Inputs must be tokenised and tagged as in training (Stanford/Penn POS, Stanford NER); `tacred`'s spaCy",
         "  annotation approximates CoreNLP, and predictions on text unlike the training data are less reliable.",
         "- Probabilities are not calibrated. Scores above were measured on the named data only; expect lower figures",
         "  on other genres. Models trained on LDC's TACRED inherit its licence terms.",
-        "",
     ]
-    return "\n".join(lines)
+    return ModelCard(
+        "Relation extraction model (tacred)",
+        ["Position-aware self-attention with relative positional encodings (Bilan & Roth, 2018), trained with the",
+         f"`tacred` package. Exported from `{ckpt_path}`."],
+        {"Files": files, "Data": training_data, "Recipe": recipe, "Scores": scores,
+         "Intended use and limits": limits})
 
 
 def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str = "onnx", split_file: str | Path | None = None,
@@ -328,9 +319,8 @@ def _write(out: Path, final: Path, fmt: str, model: Any, source: ModelSource, fa
         if quantize:
             summary.update(_quantized(model, data, expected, out, min_agreement, checked=split_file is not None))
     parameters = sum(p.numel() for p in model.net.parameters())
-    (out / "README.md").write_text(model_card(source.path, facts, vocab.labels.itos, parameters,
-                                              summary["onnx_max_abs_diff"], summary["checked_on"], summary),
-                                   encoding="utf-8")
+    model_card(source.path, facts, vocab.labels.itos, parameters, summary["onnx_max_abs_diff"],
+               summary["checked_on"], summary).write(out / "README.md")
     (out / "export.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
 

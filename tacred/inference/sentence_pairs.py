@@ -1,5 +1,5 @@
 """Candidate pairs as arrays built per sentence, for the word-vocabulary networks: a sentence's ids once and its pairs'
-(P, T) arrays, as :class:`tacred.data.features.FeatureEncoder` would encode each pair, with no per-pair dict or
+(P, T) arrays (:class:`tacred.data.features.SentenceEncoder`, the encoding of every pair), with no per-pair dict or
 :class:`~tacred.data.examples.Example`. Batches keep every pair of a sentence together, so the torch backend scores
 them from one shared pass (:mod:`tacred.models.pair_scoring`); another backend gets the pairs' plain arrays.
 """
@@ -7,78 +7,20 @@ them from one shared pass (:mod:`tacred.models.pair_scoring`); another backend g
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tacred.data.examples import Example
+from tacred.data.features import SentenceArrays, SentenceEncoder, binned_positions
 from tacred.data.vocab import Vocabularies
+
+__all__ = ["PAIR_TOKENS", "SENTENCE_PAIR_INPUTS", "SentenceArrays", "SentenceEncoder", "binned_positions", "pad_sentences",
+           "pair_arrays", "sentence_batches", "sentences_of_examples"]
 
 PAIR_TOKENS = 50 * 64  # token rows of a batch's pairs: 50 pairs of 64 tokens (~26 MB of rows for the 300-d network)
 # the arrays of a batch of sentences and their pairs (the fields of tacred.models.pair_scoring.SentencePairs)
 SENTENCE_PAIR_INPUTS = ("words", "pos", "ner", "pad_mask", "sentence", "pair_words", "subj_positions", "obj_positions")
-
-
-@dataclass
-class SentenceArrays:
-    """One sentence: ``words``/``pos``/``ner`` (T,) ids (no entity masks); its P pairs: ``pair_words`` (P, T) (the
-    entity masks written over the spans under masking), ``subj``/``obj`` (P, T) binned relative positions."""
-
-    words: np.ndarray
-    pos: np.ndarray
-    ner: np.ndarray
-    pair_words: np.ndarray
-    subj: np.ndarray
-    obj: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.pair_words)
-
-
-def binned_positions(starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
-    """(P, n): each token's distance to the span [start, end] (0 inside), binned sign(d)·bit_length(|d|) as
-    :func:`tacred.data.examples.log_bin`."""
-    index = np.arange(n, dtype=np.int64)[None, :]
-    rel = np.where(index < starts[:, None], index - starts[:, None],
-                   np.where(index > ends[:, None], index - ends[:, None], 0))  # (P, n)
-    bits = np.frexp(np.abs(rel).astype(np.float64))[1].astype(np.int64)  # bit_length, exact for these integers
-    return np.sign(rel) * bits
-
-
-class SentenceEncoder:
-    """A sentence's tokens, tags and candidate spans → :class:`SentenceArrays` under a model's vocabularies."""
-
-    def __init__(self, vocab: Vocabularies) -> None:
-        self.vocab = vocab
-        self._masks: dict[str, int] = {}
-
-    def _mask(self, word: str) -> int:
-        found = self._masks.get(word)
-        if found is None:
-            found = self._masks[word] = self.vocab.words.id(word)
-        return found
-
-    def __call__(self, words: Sequence[str], pos: Sequence[str], ner: Sequence[str], spans: np.ndarray,
-                 subj_types: Sequence[str], obj_types: Sequence[str]) -> SentenceArrays:
-        """``words``: the tokens (lemmas for a vocabulary of lemmas); ``spans`` (P, 4): subject start and end, object
-        start and end (inclusive token indices); the arguments' types, one per pair."""
-        vocab = self.vocab
-        n = len(words)
-        if vocab.lowercase:
-            words = [w.lower() for w in words]
-        ids = np.asarray(vocab.words.encode(words), dtype=np.int64)
-        spans = np.asarray(spans, dtype=np.int64).reshape(-1, 4)
-        pair_words = np.broadcast_to(ids, (len(spans), n))
-        if vocab.entity_masking:
-            index = np.arange(n)[None, :]
-            for (first, last), role, types in (((0, 1), "SUBJ", subj_types), ((2, 3), "OBJ", obj_types)):
-                inside = (index >= spans[:, first, None]) & (index <= spans[:, last, None])  # (P, n)
-                masks = np.array([self._mask(f"{role}-{t}") for t in types], dtype=np.int64)
-                pair_words = np.where(inside, masks[:, None], pair_words)
-        return SentenceArrays(ids, np.asarray(vocab.pos.encode(pos), dtype=np.int64),
-                              np.asarray(vocab.ner.encode(ner), dtype=np.int64), np.ascontiguousarray(pair_words),
-                              binned_positions(spans[:, 0], spans[:, 1], n), binned_positions(spans[:, 2], spans[:, 3], n))
 
 
 def sentences_of_examples(vocab: Vocabularies, examples: Sequence[Mapping[str, Any]]

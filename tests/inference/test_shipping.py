@@ -1,5 +1,6 @@
 """``tacred models build``: a checkpoint becomes a shipped folder whose recorded scores it reproduces; the choices
-(float16 weights, the threshold) follow their rules; a folder over the size limit is refused and nothing is left."""
+(float16 weights, the threshold) follow their rules; a folder over the size limit is refused and nothing is left; the
+shipped kbp37 card is, byte for byte, the one its recorded facts give."""
 
 from __future__ import annotations
 
@@ -77,3 +78,13 @@ def test_a_folder_over_the_limit_is_refused_and_the_old_one_kept(built, checkpoi
 def test_an_unknown_recipe_is_an_error(checkpoint: Path, tmp_path: Path) -> None:
     with pytest.raises(shipping.ShipError, match="no recipe for a shipped model called 'nope'"):
         shipping.build_shipped("nope", checkpoint, tmp_path, tmp_path)
+
+
+def test_the_kbp37_card_is_what_the_build_writes_from_its_recorded_facts() -> None:
+    from tacred.inference.shipped import CARD_FILE, shipped_info
+
+    info = shipped_info("kbp37")
+    # the build writes the card last: the size it states is the other files'
+    size = sum(p.stat().st_size for p in info.folder.iterdir() if p.is_file() and p.name != CARD_FILE)
+    card = shipping.model_card("kbp37", info.meta, shipping.RECIPES["kbp37"], size).text()
+    assert card == info.card.read_text(encoding="utf-8")
