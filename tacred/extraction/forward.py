@@ -2,7 +2,7 @@
 whatever the model. Three kinds read a batch of sentences differently:
 
 - a word-vocabulary network (the paper's, and the LSTM) reads each sentence's candidate pairs as arrays built once a
-  sentence (:class:`tacred.inference.sentence_pairs.SentenceEncoder`), batched whole sentences at a time, scored
+  sentence (:class:`tacred.data.features.SentenceEncoder`), batched whole sentences at a time, scored
   from one shared pass a sentence where the backend allows it (:meth:`Predictor.pair_probabilities`);
 - a per-pair model (a transformer with typed markers, or a lemma vocabulary) reads each pair as its own TACRED
   dict (:meth:`Predictor.probabilities`);
@@ -50,7 +50,7 @@ def pair_probabilities(model: Any, prepared: Prepared) -> np.ndarray:
 
 def _by_sentence(model: Any, prepared: Prepared) -> np.ndarray:
     """:func:`pair_probabilities` from arrays built per sentence."""
-    from tacred.inference.sentence_pairs import SentenceEncoder
+    from tacred.data.features import SentenceEncoder
 
     encode = SentenceEncoder(model.encoder.vocab)
     sentences, rows = [], []

@@ -22,7 +22,7 @@ from tacred.inference.outputs import Prediction, predictions
 if TYPE_CHECKING:
     from spacy.language import Language
 
-    from tacred.inference.sentence_pairs import SentenceArrays
+    from tacred.data.features import SentenceArrays
 
 
 class Backend(Protocol):

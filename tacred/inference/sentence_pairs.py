@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from tacred.data.examples import Example
-from tacred.data.features import SentenceArrays, SentenceEncoder, binned_positions
+from tacred.data.features import SentenceArrays, SentenceEncoder
 from tacred.data.vocab import Vocabularies
 
-__all__ = ["PAIR_TOKENS", "SENTENCE_PAIR_INPUTS", "SentenceArrays", "SentenceEncoder", "binned_positions", "pad_sentences",
-           "pair_arrays", "sentence_batches", "sentences_of_examples"]
+__all__ = ["PAIR_TOKENS", "SENTENCE_PAIR_INPUTS", "pad_sentences", "pair_arrays", "sentence_batches",
+           "sentences_of_examples"]
 
 PAIR_TOKENS = 50 * 64  # token rows of a batch's pairs: 50 pairs of 64 tokens (~26 MB of rows for the 300-d network)
 # the arrays of a batch of sentences and their pairs (the fields of tacred.models.pair_scoring.SentencePairs)

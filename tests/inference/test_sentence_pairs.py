@@ -14,11 +14,9 @@ import numpy as np
 import pytest
 
 from tacred.data.examples import Example
-from tacred.data.features import FeatureEncoder
+from tacred.data.features import FeatureEncoder, SentenceArrays, binned_positions
 from tacred.data.vocab import Vocabularies
 from tacred.inference.sentence_pairs import (
-    SentenceArrays,
-    binned_positions,
     pad_sentences,
     pair_arrays,
     sentence_batches,
