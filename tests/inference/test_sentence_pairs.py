@@ -215,9 +215,9 @@ def test_shared_pass_equals_the_plain_pass_on_kbp37_test_pairs(tmp_path: Path, n
 
 @pytest.mark.slow
 def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path, nlp) -> None:
-    """CoNLL04's test pairs, every ordered entity pair of its 288 test sentences, under a small network trained for
-    one epoch on 300 of its training sentences without entity masks (the CoNLL04 recipe): every pair's attention
-    logits come from its sentence's terms and the object-position tables (PairScorer's table path)."""
+    """CoNLL04's test pairs, every ordered entity pair of its first 120 test sentences, under a small network
+    trained for one epoch on 300 of its training sentences without entity masks (the CoNLL04 recipe): every pair's
+    attention logits come from its sentence's terms and the object-position tables (PairScorer's table path)."""
     if not (CONLL04 / "conll04_test.json").is_file():
         pytest.skip(f"CoNLL04 is not found at {CONLL04}")
     from tacred.datasets.conll04 import CONLL04_LABELS, SPLITS, convert_sentences, read_conll04
@@ -225,7 +225,7 @@ def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path,
 
     data = tmp_path / "conll04"
     converted = write_release(data, {split: convert_sentences(read_conll04(CONLL04 / SPLITS[split])[:count], split, nlp)
-                                     for split, count in (("train", 300), ("dev", 50), ("test", None))},
+                                     for split, count in (("train", 300), ("dev", 50), ("test", 120))},
                               CONLL04_LABELS)
     predictor = small_model(data, tmp_path / "run", masking=False)
     tables = []
@@ -233,5 +233,5 @@ def test_shared_pass_equals_the_plain_pass_on_conll04_test_pairs(tmp_path: Path,
         real = PairScorer._attend_tables
         m.setattr(PairScorer, "_attend_tables", lambda self, *a: tables.append(1) or real(self, *a))
         plain, shared = _probabilities_both_ways(predictor, converted["test"])
-    assert len(shared) == 3822 and tables  # every ordered pair of the test sentences, through the table path
+    assert len(shared) == len(converted["test"]) > 1000 and tables  # every ordered pair, through the table path
     assert_same_decisions(plain, shared)

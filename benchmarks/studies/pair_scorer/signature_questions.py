@@ -12,6 +12,7 @@ each version twice in turns.
 import argparse
 import importlib.util
 import itertools
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pathlib import Path
 def load(path: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses read their module's namespace while the module runs
     spec.loader.exec_module(module)
     return module
 
