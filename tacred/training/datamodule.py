@@ -21,7 +21,39 @@ from tacred.options.specs import DataOption
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test", "predict")
-class TacredDataModule(L.LightningDataModule):
+class SplitLoaders(L.LightningDataModule):
+    """Lightning's loader hooks over one method, ``_loader(split, train)``, and the resume inside an epoch that the
+    train loaders of a fit honour (``_resume``, set by :meth:`resume_within`); both data modules build on it."""
+
+    _resume: tuple[int, int] | None = None  # (epoch, batches trained) for the train loaders of this fit
+
+    def _loader(self, split: str, train: bool) -> DataLoader:
+        raise NotImplementedError
+
+    def resume_within(self, epoch: int, batches_done: int) -> None:
+        """The train loaders' pass over ``epoch`` leaves out its first ``batches_done`` batches, which the fit being
+        resumed had trained already (:class:`~tacred.training.callbacks.LastCheckpoint` calls this as a fit resumes
+        from a checkpoint written inside an epoch). With the step seeds of
+        :class:`~tacred.training.reproducibility.ReproducibleSteps`, the resumed run trains on what an uninterrupted
+        one would. It holds for every train loader built until the fit ends: with the linear schedule, Lightning
+        builds one to count the steps (``trainer.estimated_stepping_batches``) and then the one it trains on."""
+        self._resume = (epoch, batches_done)
+
+    def teardown(self, stage: str) -> None:
+        if stage == "fit":  # a later fit with this data module starts where its own checkpoint says
+            self._resume = None
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("dev", train=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)
+
+
+class TacredDataModule(SplitLoaders):
     """TACRED-format data for fit/validate/test/predict. Its options are checked when it is built, against the rules
     in their annotations (:mod:`tacred.options.rules`); no file is read until the data is needed.
 
@@ -234,28 +266,6 @@ class TacredDataModule(L.LightningDataModule):
         if train and self._resume is not None:  # each train loader of the fit: Lightning may build two
             sampler.resume_within(*self._resume)
         return DataLoader(data, **options)
-
-    def resume_within(self, epoch: int, batches_done: int) -> None:
-        """The train loaders' pass over ``epoch`` leaves out its first ``batches_done`` batches, which the fit being
-        resumed had trained already (:class:`~tacred.training.callbacks.LastCheckpoint` calls this as a fit resumes
-        from a checkpoint written inside an epoch). With the step seeds of
-        :class:`~tacred.training.reproducibility.ReproducibleSteps`, the resumed run trains on what an uninterrupted
-        one would. It holds for every train loader built until the fit ends: with the linear schedule, Lightning
-        builds one to count the steps (``trainer.estimated_stepping_batches``) and then the one it trains on."""
-        self._resume = (epoch, batches_done)
-
-    def teardown(self, stage: str) -> None:
-        if stage == "fit":  # a later fit with this data module starts where its own checkpoint says
-            self._resume = None
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", train=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("dev", train=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", train=False)
 
     def predict_dataloader(self) -> DataLoader:
         return self._loader("predict", train=False)

@@ -9,7 +9,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 from torch.utils.data import DataLoader
 
 from tacred.data.batching import BucketBatchSampler
@@ -24,6 +23,7 @@ from tacred.datasets.spert_layout import (
     types_of,
 )
 from tacred.errors import ConfigError
+from tacred.training.datamodule import SplitLoaders
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def checkpoint_data(path: str | Path) -> dict[str, Any]:
     return saved
 
 
-class JointDataModule(L.LightningDataModule):
+class JointDataModule(SplitLoaders):
     """Sentences in SpERT's layout for the joint model's fit/validate/test.
 
     Args:
@@ -163,21 +163,3 @@ class JointDataModule(L.LightningDataModule):
             sampler.resume_within(*self._resume)
         return DataLoader(data, batch_sampler=sampler, collate_fn=data.collate, num_workers=self.num_workers,
                           persistent_workers=self.num_workers > 0)
-
-    def resume_within(self, epoch: int, batches_done: int) -> None:
-        """The train loaders' pass over ``epoch`` leaves out its first ``batches_done`` batches (a fit resumed from
-        a checkpoint written inside an epoch; :class:`tacred.training.callbacks.LastCheckpoint` calls this)."""
-        self._resume = (epoch, batches_done)
-
-    def teardown(self, stage: str) -> None:
-        if stage == "fit":
-            self._resume = None
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", train=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("dev", train=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", train=False)
