@@ -33,6 +33,10 @@ class ConfigError(TacredError, ValueError):
     """An option with a value outside its allowed range or choices, or a configuration file that cannot be read."""
 
 
+class ExportError(TacredError, RuntimeError):
+    """An export that cannot be written or does not reproduce the PyTorch model (``tacred export``)."""
+
+
 def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
     """Whether ``--debug`` (anywhere) or ``TACRED_DEBUG=1`` asks for tracebacks; ``argv`` without ``--debug``."""
     rest = [a for a in argv if a != "--debug"]

@@ -140,6 +140,31 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
         torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="session")
+def joint_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small corpus in SpERT's layout (:mod:`tests.joint_corpus`) for the joint model's tests."""
+    from tests.joint_corpus import write_joint_corpus
+
+    return write_joint_corpus(tmp_path_factory.mktemp("joint_corpus"))
+
+
+@pytest.fixture(scope="session")
+def joint_run(joint_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's one trained joint model on ``joint_corpus``: a tiny BERT fitted for 8 epochs by ``tacred fit``
+    in this process; the encoder's folder is removed after (everything later reads the checkpoint alone)."""
+    import shutil
+
+    pytest.importorskip("transformers")
+    from tests.joint_corpus import corpus_words, joint_fit_args
+    from tests.tiny_bert import write_tiny_bert
+
+    encoder = write_tiny_bert(tmp_path_factory.mktemp("joint_tiny") / "bert", corpus_words())
+    run = tmp_path_factory.mktemp("joint") / "run"
+    run_in_process(*joint_fit_args(joint_corpus, encoder, run))
+    shutil.rmtree(encoder)
+    return run
+
+
 
 # `make test` hands whole files to its workers in collection order (`--dist loadfile --no-loadscope-reorder`); files
 # that start first should be the long ones, so that a few long files do not end up last on one worker while the

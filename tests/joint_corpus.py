@@ -62,6 +62,19 @@ def write_joint_corpus(folder: Path, seed: int = 0, sizes: tuple[int, int, int] 
     return folder
 
 
+def joint_fit_args(corpus: Path, encoder: Path, run: Path, *extra: str) -> list[str]:
+    """``tacred fit`` of the joint model (configs/conll04/joint_minilm.yaml, shrunk) on a corpus of
+    :func:`write_joint_corpus` with a tiny encoder: 8 epochs in float32."""
+    from tests.conftest import REPO
+
+    return ["fit", "--config", str(REPO / "configs" / "conll04" / "joint_minilm.yaml"), "--model.pretrained",
+            str(encoder), "--data.data_dir", str(corpus), "--data.train_file", "train.json", "--data.dev_file",
+            "dev.json", "--data.test_file", "test.json", "--data.types_file", str(corpus / "types.json"),
+            "--trainer.precision", "32-true", "--trainer.max_epochs", "8", "--model.lr", "3e-3", "--model.head_lr",
+            "1e-2", "--model.warmup_ratio", "0", "--trainer.enable_model_summary", "false", "--run_dir", str(run),
+            *extra]
+
+
 def corpus_words() -> set[str]:
     """Every word of the corpus, lowercased (a tiny encoder's vocabulary)."""
     words = {w.lower() for group in (PEOPLE, ORGS, PLACES) for parts in group for w in parts}

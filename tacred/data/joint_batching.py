@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from tacred.datasets.spert_layout import JointSentence, JointTypes, SpertLayoutError
+
+if TYPE_CHECKING:  # torch is imported where batches are made: the ONNX export encodes sentences without it
+    import torch
 
 # word shapes: what case and digits an uncased encoder cannot see (0 pads)
 SHAPES = ("pad", "lower", "title", "upper", "mixed", "digit", "other")
@@ -131,6 +134,8 @@ class JointBatch:
     gold: list[EncodedSentence]  # the sentences themselves: their gold entities and relations, for scoring
 
     def to(self, device: torch.device | str) -> JointBatch:
+        import torch
+
         moved = [getattr(self, f) for f in self.__dataclass_fields__]
         return JointBatch(*(v.to(device) if isinstance(v, torch.Tensor) else v for v in moved))
 
@@ -138,22 +143,34 @@ class JointBatch:
         return int(self.input_ids.shape[0])
 
 
+def piece_arrays(sentences: Sequence[EncodedSentence], pad_id: int, min_words: int = 0) -> dict[str, np.ndarray]:
+    """The padded word pieces of a batch, as the encoder pass takes them (numpy: the ONNX export's inputs too):
+    ``input_ids``, ``pad_mask`` (True at padding), ``piece_words`` (-1 for special pieces and padding), ``shapes``
+    (B, T), ``word_counts`` (B,) and ``present`` (B, W): True at each sentence's words, W the longest sentence's
+    words or ``min_words``, whichever is more."""
+    b = len(sentences)
+    t = max(len(s.input_ids) for s in sentences)
+    counts = np.array([s.words for s in sentences], dtype=np.int64)
+    arrays = {"input_ids": np.full((b, t), pad_id, dtype=np.int64), "pad_mask": np.ones((b, t), dtype=bool),
+              "piece_words": np.full((b, t), -1, dtype=np.int64), "shapes": np.zeros((b, t), dtype=np.int64)}
+    for i, s in enumerate(sentences):
+        n = len(s.input_ids)
+        arrays["input_ids"][i, :n], arrays["piece_words"][i, :n] = s.input_ids, s.piece_words
+        arrays["shapes"][i, :n], arrays["pad_mask"][i, :n] = s.shapes, False
+    w = max(int(counts.max()), min_words)
+    return arrays | {"word_counts": counts, "present": np.arange(w)[None, :] < counts[:, None]}
+
+
 def collate(sentences: Sequence[EncodedSentence], indices: Sequence[int], max_width: int, relations: int,
             pad_id: int) -> JointBatch:
     """One batch of encoded sentences, padded to the longest."""
-    b = len(sentences)
-    t = max(len(s.input_ids) for s in sentences)
-    w = max(s.words for s in sentences)
-    input_ids = np.full((b, t), pad_id, dtype=np.int64)
-    piece_words = np.full((b, t), -1, dtype=np.int64)
-    shapes = np.zeros((b, t), dtype=np.int64)
-    pad_mask = np.ones((b, t), dtype=bool)
-    span_labels = np.full((b, max_width, w), IGNORED, dtype=np.int64)
+    import torch
+
+    arrays = piece_arrays(sentences, pad_id)
+    w = arrays["present"].shape[1]
+    span_labels = np.full((len(sentences), max_width, w), IGNORED, dtype=np.int64)
     pairs, pair_types, pair_labels = [], [], []
     for i, s in enumerate(sentences):
-        n = len(s.input_ids)
-        input_ids[i, :n], piece_words[i, :n], shapes[i, :n] = s.input_ids, s.piece_words, s.shapes
-        pad_mask[i, :n] = False
         for m in range(max_width):
             span_labels[i, m, :max(0, s.words - m)] = NO_ENTITY
         for start, end, kind in s.entities:
@@ -170,9 +187,8 @@ def collate(sentences: Sequence[EncodedSentence], indices: Sequence[int], max_wi
                         row[gold[(h, tl)]] = 1.0
                     pair_labels.append(row)
     return JointBatch(
-        torch.from_numpy(input_ids), torch.from_numpy(pad_mask),
-        torch.from_numpy(piece_words), torch.from_numpy(shapes),
-        torch.tensor([s.words for s in sentences], dtype=torch.long), torch.from_numpy(span_labels),
+        *(torch.from_numpy(arrays[name]) for name in ("input_ids", "pad_mask", "piece_words", "shapes", "word_counts")),
+        torch.from_numpy(span_labels),
         torch.tensor(pairs, dtype=torch.long).reshape(-1, 5), torch.tensor(pair_types, dtype=torch.long).reshape(-1, 2),
         torch.from_numpy(np.stack(pair_labels)) if pair_labels else torch.zeros((0, relations)),
         torch.tensor(list(indices), dtype=torch.long), list(sentences))

@@ -22,6 +22,7 @@ from tacred.inference.predictor import Predictor
 
 if TYPE_CHECKING:
     from tacred.inference.joint import JointPredictor
+    from tacred.inference.onnx_joint import OnnxJointPredictor
 
 __all__ = ["InputError", "ModelSource", "Prediction", "Predictor", "open_model", "resolve_model", "tuned_threshold"]
 
@@ -30,32 +31,43 @@ THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside 
 
 def open_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
                spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS,
-               ner: str | None = "auto") -> Predictor | JointPredictor:
+               ner: str | None = "auto") -> Predictor | JointPredictor | OnnxJointPredictor:
     """The one loader of a trained model, whatever ``path`` names (:func:`resolve_model`): an exported ONNX folder,
     a shipped model's name, a checkpoint or a run folder, read once. A relation classifier comes back as a
-    :class:`Predictor`, a joint entity-and-relation checkpoint as a :class:`~tacred.inference.joint.JointPredictor`.
+    :class:`Predictor`, a joint entity-and-relation checkpoint as a :class:`~tacred.inference.joint.JointPredictor`
+    (its exported folder as a :class:`~tacred.inference.onnx_joint.OnnxJointPredictor`).
     The options are :func:`tacred.load_model`'s, which wraps what this gives with raw-text extraction."""
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     source = resolve_model(path)
     given = threshold
     threshold = tuned_threshold(source.threshold_folder) if threshold is None else threshold
     if source.kind == "export":
-        from tacred.inference.onnx_backend import OnnxRelationModel
+        from tacred.inference.onnx_backend import OnnxRelationModel, export_kind
 
+        if export_kind(source.path) == "joint":
+            from tacred.inference.onnx_joint import OnnxJointPredictor
+
+            _joint_ner(ner, source)
+            return OnnxJointPredictor(source.path, device=device, threshold=given, **options)
         predictor = OnnxRelationModel(source.path, device=device, threshold=threshold, **options)
         return with_ner(reported(predictor), ner, source.ner_folders)
     from tacred.inference.joint import JointPredictor, is_joint_checkpoint
     from tacred.inference.torch_backend import load_checkpoint_predictor
 
     checkpoint = model_checkpoint(source)  # read once, whichever model it holds
-    if is_joint_checkpoint(checkpoint):  # entities come from the model itself: no NER to attach
-        if ner not in (None, "auto", "stock"):
-            raise InputError(f"--ner {ner}: {source.path} is a joint model, which finds its own entities")
+    if is_joint_checkpoint(checkpoint):
+        _joint_ner(ner, source)
         # its dev threshold is in the checkpoint; a given one is a probability, a threshold.json is refused there
         return JointPredictor(checkpoint, source.path, device=device, threshold=given, **options)
     predictor = load_checkpoint_predictor(source.path, device=device, threshold=threshold, checkpoint=checkpoint,
                                           **options)
     return with_ner(reported(predictor), ner, source.ner_folders)
+
+
+def _joint_ner(ner: str | None, source: ModelSource) -> None:
+    """A joint model finds its own entities: no NER to attach."""
+    if ner not in (None, "auto", "stock"):
+        raise InputError(f"--ner {ner}: {source.path} is a joint model, which finds its own entities")
 
 
 def model_checkpoint(source: ModelSource) -> dict[str, Any]:

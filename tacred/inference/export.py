@@ -5,6 +5,7 @@
 ``probabilities`` (B, L); a transformer's takes the arrays of :class:`tacred.inference.encoding.MarkedEncoder`
 instead (``input_ids`` and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,)). :class:`OnnxRelationModel` (from :mod:`tacred.inference.onnx_backend`, importable from here)
 reads such a folder and predicts with ONNX Runtime alone: this module imports torch only to write a folder.
+A joint entity-and-relation checkpoint is exported as two graphs by :mod:`tacred.inference.joint_export`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tacred.errors import TacredError
+from tacred.errors import ExportError
 from tacred.inference.model_card import ModelCard
 from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
 
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
 OPSET = 17
-
-
-class ExportError(TacredError, RuntimeError):
-    """An export that cannot be written or does not reproduce the PyTorch model."""
 
 
 def batch_inputs(batch: Any) -> dict[str, np.ndarray]:
@@ -226,12 +223,15 @@ def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str
                   min_agreement: float = 0.95) -> dict[str, Any]:
     """Write the hand-on folder for a model (``ckpt_path``: a checkpoint, a run folder or a shipped model's name); with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
     ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference).
+    A joint entity-and-relation checkpoint is written by :func:`tacred.inference.joint_export.write_joint` (two
+    graphs; ``split_file`` in SpERT's layout; no ``quantize``).
 
     ``quantize="int8"``: ``model.onnx`` is the float32 graph, once checked, quantized by :func:`quantize_onnx`; the
     export fails unless the quantized graph's most probable label is PyTorch's on at least ``min_agreement`` of the
     examples checked. The summary gives both graphs' agreement and, where the examples carry gold labels, the micro F1
     of PyTorch and of the quantized graph (official TACRED scorer)."""
     from tacred.inference.api import ModelSource, model_checkpoint, resolve_model
+    from tacred.inference.joint import is_joint_checkpoint
     from tacred.inference.trained import TrainedNetwork
 
     out = Path(out)
@@ -247,14 +247,23 @@ def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str
     source = ckpt_path if isinstance(ckpt_path, ModelSource) else resolve_model(ckpt_path)
     ckpt_path = source.path
     ckpt = model_checkpoint(source)  # read once: the network, its vocabularies and the run's facts come from it
-    model = TrainedNetwork.from_checkpoint(ckpt_path, checkpoint=ckpt)
     facts = _run_facts(ckpt_path, ckpt)
+    joint = is_joint_checkpoint(ckpt)
+    if joint and quantize is not None:
+        raise ExportError(f"--quantize {quantize}: a joint entity-and-relation model is exported in float32 only; "
+                          "leave out --quantize")
+    model = None if joint else TrainedNetwork.from_checkpoint(ckpt_path, checkpoint=ckpt)
     # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
     final, out = out, out.with_name(f".{out.name}.partial")
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     try:
-        summary = _write(out, final, fmt, model, source, facts, split_file, tolerance, quantize, min_agreement)
+        if joint:  # entities and relations: two graphs and the decoding between them (inference.joint_export)
+            from tacred.inference.joint_export import write_joint
+
+            summary = write_joint(out, final, fmt, ckpt, source, facts, split_file, tolerance)
+        else:
+            summary = _write(out, final, fmt, model, source, facts, split_file, tolerance, quantize, min_agreement)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise

@@ -1,7 +1,9 @@
 """A trained joint entity-and-relation model for prediction, without Lightning: sentences as words in, each
 sentence's entities and relations out, from one encoder pass a sentence (:func:`tacred.models.joint.find`). The
 checkpoint holds everything it needs: the encoder's configuration and weights, the types, the tokenizer, the widest
-span and the relation threshold chosen on dev."""
+span and the relation threshold chosen on dev. :class:`JointReader` is what a predictor does around its network,
+without torch (an exported folder's :class:`~tacred.inference.onnx_joint.OnnxJointPredictor` shares it);
+:class:`JointPredictor` runs the checkpoint's network with PyTorch."""
 
 from __future__ import annotations
 
@@ -10,12 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from tacred.data.joint_batching import JOINT_KEY, EncodedSentence, WordPieces, collate, encode_words
 from tacred.datasets.spert_layout import JointTypes
 from tacred.inference.input_rules import MAX_TOKENS, InputError, check_max_tokens
-from tacred.models.joint import JointNetwork, build_encoder, find
+from tacred.models.joint_decoding import Found, SentenceFound
 
 
 def is_joint_checkpoint(checkpoint: dict[str, Any]) -> bool:
@@ -54,31 +54,32 @@ def best_relations(candidates: Sequence[tuple[int, int, str, float]], threshold:
     return [FoundRelation(h, t, rel, p) for (h, t), (p, rel) in sorted(best.items())]
 
 
-class JointPredictor:
-    """A joint checkpoint loaded for prediction (:func:`tacred.load_model` returns one for such a checkpoint).
+class JointReader:
+    """What every joint predictor shares, whatever runs its network: the types, the tokenizer, the threshold, and
+    sentences of words → batches of similar length → each sentence's entities and scored pairs. A subclass gives
+    :meth:`find` (a batch's encoder pass, entities and pair probabilities): :class:`JointPredictor` with PyTorch,
+    :class:`~tacred.inference.onnx_joint.OnnxJointPredictor` with ONNX Runtime.
 
-    ``threshold``: the relation threshold (a probability); None: the one chosen on dev, kept in the checkpoint.
+    ``saved``: what a joint checkpoint keeps of its data (``types``, ``tokenizer``, ``max_width``, ``threshold``).
+    ``threshold``: the relation threshold (a probability); None: the one chosen on dev, kept with the model.
     ``batch_size``: sentences a forward pass. ``max_tokens``: the most words a sentence may have (longer ones are
     left out of extraction with a warning; None: no limit beyond the encoder's own)."""
 
     kind = "joint"
     ner: str | None = None  # entities come from the model itself
+    device = "cpu"
 
-    def __init__(self, checkpoint: dict[str, Any], path: str | Path, device: str = "auto",
-                 threshold: float | str | None = None, spacy_model: str | None = None, batch_size: int = 32,
-                 max_tokens: int | None = MAX_TOKENS) -> None:
-        from tacred.devices import torch_device
-
+    def __init__(self, saved: dict[str, Any], path: str | Path, threshold: float | str | None = None,
+                 spacy_model: str | None = None, batch_size: int = 32, max_tokens: int | None = MAX_TOKENS,
+                 kept_in: str = "checkpoint") -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.path = str(path)
-        self.device = str(torch_device(device))
-        saved = checkpoint[JOINT_KEY]
         self.types = JointTypes.from_dict(saved["types"])
         self.pieces = WordPieces(saved["tokenizer"])
         self.max_width = int(saved["max_width"])
         if threshold is None:
-            self.threshold, self.threshold_source = float(saved.get("threshold", 0.5)), "checkpoint"
+            self.threshold, self.threshold_source = float(saved.get("threshold", 0.5)), kept_in
         else:
             try:
                 self.threshold = float(threshold)  # a threshold.json (the relation models') is no number: refused
@@ -89,15 +90,6 @@ class JointPredictor:
                 raise InputError(f"threshold {threshold!r}: a joint model's relation threshold is a probability "
                                  "in (0, 1)")
             self.threshold_source = "given"
-        hp = checkpoint.get("hyper_parameters") or {}
-        encoder, _ = build_encoder(None, hp["transformer_config"])
-        self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,
-                                hp.get("width_dim", 25), hp.get("type_dim", 25), hp.get("hidden", 512),
-                                hp.get("dropout", 0.1), hp.get("shapes", True),
-                                torch.as_tensor(checkpoint["state_dict"]["net.allowed"]))
-        state = {k[len("net."):]: v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
-        self.net.load_state_dict(state)
-        self.net.eval().to(self.device)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
         self.max_tokens = check_max_tokens(max_tokens)
@@ -105,6 +97,10 @@ class JointPredictor:
     @property
     def labels(self) -> list[str]:
         return list(self.types.relations)
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.pieces.spec["pad_id"])
 
     def encode(self, words: Sequence[str]) -> EncodedSentence | None:
         """A sentence's arrays, or None when it cannot be read whole (over ``max_tokens`` words or the encoder's
@@ -151,19 +147,24 @@ class JointPredictor:
         """Each encoded sentence's entities and every ordered pair of them with each relation's probability (the
         model's forward step; ``given``: score the pairs of these entities instead), sentences in batches of similar
         length."""
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         results: list[Any] = [None] * len(encoded)
-        for at in range(0, len(order), self.batch_size):
-            chunk = order[at:at + self.batch_size]
-            batch = collate([encoded[i] for i in chunk], chunk, self.max_width, len(self.types.relations),
-                            int(self.pieces.spec["pad_id"])).to(self.device)
-            found = find(self.net, batch, None if given is None else [given[i] for i in chunk])
+        for chunk in self.batches(encoded):
+            found = self.find([encoded[i] for i in chunk], None if given is None else [given[i] for i in chunk])
             for i, f in zip(chunk, found, strict=True):
                 ents = [FoundEntity(s, e, self.types.entities[k], float(p)) for s, e, k, p in f.entities]
                 candidates = [(h, t, rel, float(p)) for (h, t), row in zip(f.pairs, f.probs.tolist(), strict=True)
                               for rel, p in zip(self.types.relations, row, strict=True)]
                 results[i] = (ents, candidates)
         return results
+
+    def batches(self, encoded: Sequence[EncodedSentence]) -> list[list[int]]:
+        """The positions of ``encoded`` in batches of ``batch_size``, by length (fewer padded pieces)."""
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+        return [order[at:at + self.batch_size] for at in range(0, len(order), self.batch_size)]
+
+    def find(self, sentences: list[EncodedSentence], given: list[list[Found]] | None) -> list[SentenceFound]:
+        """One batch's entities (or the ``given`` ones) and the relation probabilities of every ordered pair."""
+        raise NotImplementedError
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
         raise InputError(f"{self.path} is a joint entity-and-relation model: it reads raw text (.extract(text), "
@@ -172,3 +173,34 @@ class JointPredictor:
     def describe(self) -> dict[str, Any]:
         return {"kind": "joint", "entity_types": list(self.types.entities), "relations": list(self.types.relations),
                 "max_width": self.max_width, "threshold": self.threshold}
+
+
+class JointPredictor(JointReader):
+    """A joint checkpoint loaded for prediction with PyTorch (:func:`tacred.load_model` returns one for such a
+    checkpoint); the options are :class:`JointReader`'s, and ``device`` (``auto``: CUDA when present)."""
+
+    def __init__(self, checkpoint: dict[str, Any], path: str | Path, device: str = "auto",
+                 threshold: float | str | None = None, spacy_model: str | None = None, batch_size: int = 32,
+                 max_tokens: int | None = MAX_TOKENS) -> None:
+        import torch
+
+        from tacred.devices import torch_device
+        from tacred.models.joint import JointNetwork, build_encoder
+
+        super().__init__(checkpoint[JOINT_KEY], path, threshold, spacy_model, batch_size, max_tokens)
+        self.device = str(torch_device(device))
+        hp = checkpoint.get("hyper_parameters") or {}
+        encoder, _ = build_encoder(None, hp["transformer_config"])
+        self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,
+                                hp.get("width_dim", 25), hp.get("type_dim", 25), hp.get("hidden", 512),
+                                hp.get("dropout", 0.1), hp.get("shapes", True),
+                                torch.as_tensor(checkpoint["state_dict"]["net.allowed"]))
+        state = {k[len("net."):]: v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
+        self.net.load_state_dict(state)
+        self.net.eval().to(self.device)
+
+    def find(self, sentences: list[EncodedSentence], given: list[list[Found]] | None) -> list[SentenceFound]:
+        from tacred.models.joint import find
+
+        batch = collate(sentences, range(len(sentences)), self.max_width, len(self.types.relations), self.pad_id)
+        return find(self.net, batch.to(self.device), given)

@@ -21,6 +21,14 @@ def is_export_folder(path: str | Path) -> bool:
     return Path(path).is_dir() and (Path(path) / "model.onnx").is_file()
 
 
+def export_kind(folder: str | Path) -> str:
+    """What an exported folder holds: ``joint`` (an entity-and-relation model, whose ``predictor.json`` says so:
+    :mod:`tacred.inference.onnx_joint`) or ``relation`` (a relation classifier, read here)."""
+    path = Path(folder) / PREDICTOR_FILE
+    meta = read_json(path) if path.is_file() else {}
+    return "joint" if isinstance(meta, dict) and meta.get("kind") == "joint" else "relation"
+
+
 class OnnxBackend:
     """Runs ``model.onnx`` on the encoder's arrays with the providers of :func:`tacred.devices.onnx_providers`."""
 
@@ -38,7 +46,7 @@ class OnnxBackend:
         return self.session.run([self.output], {name: arrays[name] for name in self.inputs})[0]
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
@@ -58,8 +66,11 @@ class OnnxRelationModel(Predictor):
         if not is_export_folder(folder):
             raise CheckpointError(f"{folder}: not an exported model folder (no model.onnx; write one with "
                                   "`tacred export --format onnx`)")
-        meta = _read_json(folder / PREDICTOR_FILE) if (folder / PREDICTOR_FILE).is_file() else {}
-        vocab = _read_json(folder / "vocab.json")
+        if export_kind(folder) == "joint":
+            raise CheckpointError(f"{folder}: an exported joint entity-and-relation model; load it with "
+                                  "tacred.load_model (or tacred.inference.onnx_joint.OnnxJointPredictor)")
+        meta = read_json(folder / PREDICTOR_FILE) if (folder / PREDICTOR_FILE).is_file() else {}
+        vocab = read_json(folder / "vocab.json")
         encoder = build_encoder(meta.get("encoder") or default_encoder(vocab), {"vocab": vocab}, str(folder))
         backend = OnnxBackend(folder / "model.onnx", device, meta.get("output", "probabilities"))
         super().__init__(encoder, backend, threshold=threshold, spacy_model=spacy_model, batch_size=batch_size,

@@ -63,8 +63,8 @@ def load_trained(path: str | Path, build: Callable[[SavedModel], M], map_locatio
 
         if isinstance(ckpt.get(JOINT_KEY), dict):
             raise CheckpointError(f"{path}: a joint entity-and-relation model; this command takes a relation "
-                                  "classifier (a joint model is used by tacred test, extract, serve and kb, and by "
-                                  "load_model(...).extract)")
+                                  "classifier (a joint model is used by tacred test, extract, serve, kb and export, and "
+                                  "by load_model(...).extract)")
         raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
     hparams = dict(ckpt.get("hyper_parameters", {}))
     try:

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from tacred.data.joint_batching import SHAPES, JointBatch
+from tacred.models.joint_decoding import Found, SentenceFound, by_sentence, entity_pairs, span_entities
 
 
 @dataclass
@@ -88,22 +89,29 @@ class JointNetwork(nn.Module):
 
     # -- the encoder pass -------------------------------------------------------------------------
     def encode(self, batch: JointBatch) -> JointEncoded:
-        embeddings = self.encoder.get_input_embeddings()(batch.input_ids)  # (B, T, H)
-        if self.shape is not None:
-            embeddings = embeddings + self.shape(batch.shapes)
-        states = self.encoder(inputs_embeds=embeddings,
-                              attention_mask=(~batch.pad_mask).long()).last_hidden_state  # (B, T, H)
-        b, _, h = states.shape
         w = int(batch.word_counts.max())
-        owner = batch.piece_words.clamp(min=0)  # (B, T); special pieces and padding are kept out below
-        real = (batch.piece_words >= 0)[:, :, None]
+        present = torch.arange(w, device=batch.word_counts.device)[None, :] < batch.word_counts[:, None]  # (B, W)
+        return self.encode_pieces(batch.input_ids, batch.pad_mask, batch.piece_words, batch.shapes, present)
+
+    def encode_pieces(self, input_ids: torch.Tensor, pad_mask: torch.Tensor, piece_words: torch.Tensor,
+                      shapes: torch.Tensor, present: torch.Tensor) -> JointEncoded:
+        """The encoder pass over padded word pieces: input_ids, pad_mask (True at padding), piece_words (each
+        piece's word, -1 for special pieces and padding) and shapes (B, T), present (B, W) True at each sentence's
+        words (W: words a batch row may hold, at least its longest sentence's; ONNX export traces this)."""
+        embeddings = self.encoder.get_input_embeddings()(input_ids)  # (B, T, H)
+        if self.shape is not None:
+            embeddings = embeddings + self.shape(shapes)
+        states = self.encoder(inputs_embeds=embeddings,
+                              attention_mask=(~pad_mask).long()).last_hidden_state  # (B, T, H)
+        b, _, h = states.shape
+        owner = piece_words.clamp(min=0)  # (B, T); special pieces and padding are kept out below
+        real = (piece_words >= 0)[:, :, None]
         source = states.masked_fill(~real, float("-inf"))
-        words = torch.full((b, w, h), float("-inf"), dtype=states.dtype, device=states.device)
+        words = torch.full((b, present.shape[1], h), float("-inf"), dtype=states.dtype, device=states.device)
         words = words.scatter_reduce(1, owner[:, :, None].expand(-1, -1, h), source, reduce="amax",
                                      include_self=True)  # (B, W, H)
-        present = torch.arange(w, device=states.device)[None, :] < batch.word_counts[:, None]  # (B, W)
         words = torch.where(present[:, :, None], words, torch.zeros_like(words))
-        return JointEncoded(words, states[:, 0], batch.word_counts)
+        return JointEncoded(words, states[:, 0], present.sum(dim=1))
 
     # -- entities ---------------------------------------------------------------------------------
     def span_logits(self, enc: JointEncoded) -> torch.Tensor:
@@ -167,54 +175,22 @@ def build_encoder(pretrained: str | None, transformer_config: dict[str, Any] | N
     return encoder, encoder_config(encoder.config)
 
 
-Found = tuple[int, int, int, float]  # (start word, end word exclusive, entity type id, probability)
-
-
-@dataclass
-class SentenceFound:
-    """What the model finds in one sentence: its entities, and for every ordered pair of them (head and tail
-    indices into ``entities``) the probability of each relation type (P, R), which a threshold decides."""
-
-    entities: list[Found]
-    pairs: list[tuple[int, int]]
-    probs: torch.Tensor  # (P, R), on the CPU
-
-
 def decode_entities(span_logits: torch.Tensor, word_counts: torch.Tensor) -> list[list[Found]]:
-    """Each sentence's entities: every span whose most likely label is an entity type (overlapping spans are kept,
-    as SpERT keeps them), ordered by start and end. span_logits (B, M, W, E + 1), word_counts (B,)."""
+    """Each sentence's entities (:func:`tacred.models.joint_decoding.span_entities` of the span logits' softmax).
+    span_logits (B, M, W, E + 1), word_counts (B,)."""
     probs = torch.softmax(span_logits.float(), dim=-1)
-    best, label = probs.max(dim=-1)  # (B, M, W)
-    b, m, w = label.shape
-    widths = torch.arange(1, m + 1, device=label.device)[None, :, None]
-    starts = torch.arange(w, device=label.device)[None, None, :]
-    valid = starts + widths <= word_counts[:, None, None]  # (B, M, W)
-    rows, ms, ws = torch.nonzero((label > 0) & valid, as_tuple=True)
-    found: list[list[Found]] = [[] for _ in range(b)]
-    for r, mm, ww, kind, p in zip(rows.tolist(), ms.tolist(), ws.tolist(), (label[rows, ms, ws] - 1).tolist(),
-                                  best[rows, ms, ws].tolist(), strict=True):
-        found[r].append((ww, ww + mm + 1, kind, p))
-    for entities in found:
-        entities.sort()
-    return found
+    return span_entities(probs.cpu().numpy(), word_counts.cpu().numpy())
 
 
 def candidate_pairs(entities: list[list[Found]], device: torch.device | str = "cpu") -> tuple[torch.Tensor,
                                                                                               torch.Tensor,
                                                                                               list[tuple[int, int,
                                                                                                          int]]]:
-    """Every ordered pair of each sentence's entities, as :meth:`JointNetwork.relation_logits` takes them (pairs
-    (P, 5), types (P, 2)), and each pair's (sentence, head, tail) entity indices."""
-    pairs, types, owners = [], [], []
-    for s, found in enumerate(entities):
-        for h, head in enumerate(found):
-            for t, tail in enumerate(found):
-                if h != t:
-                    pairs.append((s, head[0], head[1], tail[0], tail[1]))
-                    types.append((head[2], tail[2]))
-                    owners.append((s, h, t))
-    return (torch.tensor(pairs, dtype=torch.long, device=device).reshape(-1, 5),
-            torch.tensor(types, dtype=torch.long, device=device).reshape(-1, 2), owners)
+    """Every ordered pair of each sentence's entities (:func:`tacred.models.joint_decoding.entity_pairs`), as
+    :meth:`JointNetwork.relation_logits` takes them (pairs (P, 5), types (P, 2)), and each pair's (sentence, head,
+    tail) entity indices."""
+    pairs, types, owners = entity_pairs(entities)
+    return torch.from_numpy(pairs).to(device), torch.from_numpy(types).to(device), owners
 
 
 @torch.no_grad()
@@ -226,12 +202,4 @@ def find(net: JointNetwork, batch: JointBatch, given: list[list[Found]] | None =
     pairs, pair_types, owners = candidate_pairs(entities, enc.words.device)
     probs = torch.sigmoid(net.relation_logits(enc, pairs, pair_types).float())  # (P, R)
     probs = (probs * net.allowed[pair_types[:, 0], pair_types[:, 1]]).cpu()  # signatures the types rule out: 0
-    found = [SentenceFound(ents, [], probs.new_zeros((0, probs.shape[1]))) for ents in entities]
-    rows: list[list[int]] = [[] for _ in entities]
-    for k, (row, h, t) in enumerate(owners):
-        found[row].pairs.append((h, t))
-        rows[row].append(k)
-    for f, r in zip(found, rows, strict=True):
-        if r:
-            f.probs = probs[r]
-    return found
+    return by_sentence(entities, owners, probs)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import urllib.request
 from pathlib import Path
 
@@ -16,35 +15,21 @@ import torch
 pytest.importorskip("transformers")
 
 from tacred.data.joint_batching import JOINT_KEY  # noqa: E402
-from tests.conftest import REPO, run_in_process  # noqa: E402
-from tests.joint_corpus import corpus_words, write_joint_corpus  # noqa: E402
+from tests.conftest import run_in_process  # noqa: E402
+from tests.joint_corpus import corpus_words, joint_fit_args  # noqa: E402
 from tests.tiny_bert import write_tiny_bert  # noqa: E402
 
 pytestmark = pytest.mark.slow  # tiny trainings, the CLI, a server
 
-CONFIG = str(REPO / "configs" / "conll04" / "joint_minilm.yaml")
 
-
-def fit_args(corpus: Path, encoder: Path, run: Path, *extra: str) -> list[str]:
-    return ["fit", "--config", CONFIG, "--model.pretrained", str(encoder), "--data.data_dir", str(corpus),
-            "--data.train_file", "train.json", "--data.dev_file", "dev.json", "--data.test_file", "test.json",
-            "--data.types_file", str(corpus / "types.json"), "--trainer.precision", "32-true",
-            "--trainer.max_epochs", "8", "--model.lr", "3e-3", "--model.head_lr", "1e-2", "--model.warmup_ratio", "0",
-            "--trainer.enable_model_summary", "false", "--run_dir", str(run), *extra]
+@pytest.fixture(scope="module")
+def corpus(joint_corpus: Path) -> Path:
+    return joint_corpus
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_joint_corpus(tmp_path_factory.mktemp("corpus"))
-
-
-@pytest.fixture(scope="module")
-def trained(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    encoder = write_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", corpus_words())
-    run = tmp_path_factory.mktemp("joint") / "run"
-    run_in_process(*fit_args(corpus, encoder, run))
-    shutil.rmtree(encoder)  # everything later reads the checkpoint alone
-    return run
+def trained(joint_run: Path) -> Path:
+    return joint_run  # the session's trained joint model (tests/conftest.py), shared with the export's tests
 
 
 def dev_rows(run: Path) -> list[dict[str, str]]:
@@ -108,13 +93,13 @@ def test_tacred_extract_writes_records_that_score_extraction_scores(trained: Pat
 def test_a_fit_killed_inside_an_epoch_resumes_to_the_same_end(corpus: Path, tmp_path: Path) -> None:
     encoder = write_tiny_bert(tmp_path / "bert", corpus_words())
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    run_in_process(*fit_args(corpus, encoder, straight, "--trainer.max_epochs", "3"))
+    run_in_process(*joint_fit_args(corpus, encoder, straight, "--trainer.max_epochs", "3"))
     crash = ("--trainer.callbacks+={'class_path': 'tests.training.test_mid_epoch_resume.CrashAt', "
              "'init_args': {'epoch': 1, 'batch': 2}}")
-    crashed = run_in_process(*fit_args(corpus, encoder, stopped, "--trainer.max_epochs", "3", "--checkpoint_minutes",
+    crashed = run_in_process(*joint_fit_args(corpus, encoder, stopped, "--trainer.max_epochs", "3", "--checkpoint_minutes",
                                        "1e-9", crash), check=False)
     assert crashed.status != 0 and "simulated crash" in crashed.stderr
-    resumed = run_in_process(*fit_args(corpus, encoder, stopped, "--trainer.max_epochs", "3"))
+    resumed = run_in_process(*joint_fit_args(corpus, encoder, stopped, "--trainer.max_epochs", "3"))
     assert "inside epoch 2, after 2 of its batches" in resumed.stderr
     assert dev_rows(stopped) == dev_rows(straight)
     a = torch.load(straight / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
