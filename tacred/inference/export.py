@@ -218,11 +218,12 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
          "Intended use and limits": limits})
 
 
-def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str = "onnx", split_file: str | Path | None = None,
-                  tolerance: float = 1e-5, overwrite: bool = False, quantize: str | None = None,
-                  min_agreement: float = 0.95) -> dict[str, Any]:
-    """Write the hand-on folder for a model (``ckpt_path``: a checkpoint, a run folder or a shipped model's name); with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on
-    ``split_file`` (default: the run's test split when it is found). Returns a summary (files, ONNX difference).
+def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str = "onnx",
+                  split_file: str | Path | None = None, tolerance: float = 1e-5, overwrite: bool = False,
+                  quantize: str | None = None, min_agreement: float = 0.95) -> dict[str, Any]:
+    """Write the hand-on folder for a model (``ckpt_path``: a checkpoint, a run folder or a shipped model's name);
+    with ``fmt="onnx"`` also ``model.onnx``, checked against PyTorch on ``split_file`` (default: the run's test split
+    when it is found). Returns a summary (files, ONNX difference).
     A joint entity-and-relation checkpoint is written by :func:`tacred.inference.joint_export.write_joint` (two
     graphs; ``split_file`` in SpERT's layout; no ``quantize``).
 

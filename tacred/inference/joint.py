@@ -7,6 +7,7 @@ without torch (an exported folder's :class:`~tacred.inference.onnx_joint.OnnxJoi
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,7 @@ def best_relations(candidates: Sequence[tuple[int, int, str, float]], threshold:
     return [FoundRelation(h, t, rel, p) for (h, t), (p, rel) in sorted(best.items())]
 
 
-class JointReader:
+class JointReader(ABC):
     """What every joint predictor shares, whatever runs its network: the types, the tokenizer, the threshold, and
     sentences of words → batches of similar length → each sentence's entities and scored pairs. A subclass gives
     :meth:`find` (a batch's encoder pass, entities and pair probabilities): :class:`JointPredictor` with PyTorch,
@@ -162,9 +163,9 @@ class JointReader:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         return [order[at:at + self.batch_size] for at in range(0, len(order), self.batch_size)]
 
+    @abstractmethod
     def find(self, sentences: list[EncodedSentence], given: list[list[Found]] | None) -> list[SentenceFound]:
         """One batch's entities (or the ``given`` ones) and the relation probabilities of every ordered pair."""
-        raise NotImplementedError
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
         raise InputError(f"{self.path} is a joint entity-and-relation model: it reads raw text (.extract(text), "

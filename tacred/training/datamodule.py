@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from functools import cached_property
 from pathlib import Path
 
@@ -21,14 +22,15 @@ from tacred.options.specs import DataOption
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test", "predict")
-class SplitLoaders(L.LightningDataModule):
+class SplitLoaders(L.LightningDataModule, ABC):
     """Lightning's loader hooks over one method, ``_loader(split, train)``, and the resume inside an epoch that the
     train loaders of a fit honour (``_resume``, set by :meth:`resume_within`); both data modules build on it."""
 
     _resume: tuple[int, int] | None = None  # (epoch, batches trained) for the train loaders of this fit
 
+    @abstractmethod
     def _loader(self, split: str, train: bool) -> DataLoader:
-        raise NotImplementedError
+        """The loader of ``split`` (``train``: shuffled, resumable inside an epoch)."""
 
     def resume_within(self, epoch: int, batches_done: int) -> None:
         """The train loaders' pass over ``epoch`` leaves out its first ``batches_done`` batches, which the fit being
