@@ -20,6 +20,19 @@ os.environ.setdefault("WANDB_MODE", "offline")
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 TACRED_SAMPLE = SHARED_DATA / "tacred_sample"
+# the start of a Python program that may not import torch or Lightning (ONNX Runtime alone): their imports fail, and
+# the torch-backed spaCy plugin's entry points are hidden, since spaCy imports every registered plugin
+NO_TORCH_PROBE = """
+import catalogue, importlib.abc, importlib.metadata, json, sys
+catalogue.AVAILABLE_ENTRY_POINTS = importlib.metadata.EntryPoints(
+    e for d in importlib.metadata.distributions() for e in d.entry_points
+    if not e.value.startswith("spacy_curated_transformers"))
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "torchmetrics"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+"""
 
 
 @dataclass

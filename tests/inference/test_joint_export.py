@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime")
 
-from tests.conftest import REPO, run_in_process  # noqa: E402
+from tests.conftest import NO_TORCH_PROBE, REPO, run_in_process  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a tiny joint training (shared with tests/training/test_joint_module.py), exports
 
@@ -91,16 +91,7 @@ def test_tacred_export_then_extract_from_the_folder(joint_run: Path, joint_corpu
 def test_onnx_extraction_needs_no_torch(joint_run: Path, exported: tuple[Path, dict]) -> None:
     from tacred import load_model
 
-    probe = f"""
-import catalogue, importlib.abc, importlib.metadata, json, sys
-catalogue.AVAILABLE_ENTRY_POINTS = importlib.metadata.EntryPoints(
-    e for d in importlib.metadata.distributions() for e in d.entry_points
-    if not e.value.startswith("spacy_curated_transformers"))
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "torchmetrics"):
-            raise ImportError("blocked: " + name)
-sys.meta_path.insert(0, Block())
+    probe = NO_TORCH_PROBE + f"""
 from tacred import load_model
 m = load_model({str(exported[0])!r})
 print(json.dumps([[[r.relation, r.subject.text, r.object.text, r.probability] for r in t]

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import NO_TORCH_PROBE, REPO
 
 pytest.importorskip("onnxruntime")
 
@@ -147,16 +147,7 @@ def test_onnx_inference_needs_neither_torch_nor_lightning(exported, both, exampl
     """In an install without torch-backed spaCy plugins: spacy-curated-transformers (in older development
     environments) registers itself with spaCy, which then imports it (and torch) whenever it builds a pipeline, so the
     probe hides that plugin's entry points."""
-    probe = f"""
-import catalogue, importlib.abc, importlib.metadata, json, sys
-catalogue.AVAILABLE_ENTRY_POINTS = importlib.metadata.EntryPoints(
-    e for d in importlib.metadata.distributions() for e in d.entry_points
-    if not e.value.startswith("spacy_curated_transformers"))
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "torchmetrics"):
-            raise ImportError("blocked: " + name)
-sys.meta_path.insert(0, Block())
+    probe = NO_TORCH_PROBE + f"""
 from tacred import load_model
 from tacred.inference.export import OnnxRelationModel
 m = load_model({str(exported)!r})
