@@ -86,6 +86,10 @@ SKIPPED = {
         "tests/training/test_joint_module.py extracts with one",
     "tacred serve --ckpt_path runs/joint_minilm": "needs the joint run trained by the command before; "
         "tests/training/test_joint_module.py serves one",
+    "tacred export --ckpt_path runs/joint_minilm": "needs the joint run trained above; "
+        "tests/inference/test_joint_export.py exports one",
+    "tacred extract docs.jsonl --ckpt_path exported/joint_minilm": "needs the folder the command before exports; "
+        "tests/inference/test_joint_export.py extracts with one",
     "tacred ner train --data ../shared/data/conll04": "reads the CoNLL04 release outside the clone; "
                                                       "tests/ner_training/test_training.py trains on sentences it writes",
     "tacred threshold tune --ckpt_path runs/conll04": "needs a model trained on CoNLL04 by the commands before",
