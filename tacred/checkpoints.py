@@ -23,13 +23,34 @@ class CheckpointError(TacredError, RuntimeError):
     """A checkpoint that cannot be used."""
 
 
+# Project classes that checkpoints of earlier tacred versions pickled (their hyperparameters held the NetworkConfig
+# object; today's hold its fields as a dict). Each is read back by value as a SavedFields, then turned into the dict
+# of its fields: the class named in the file is never imported (the checkpoints layer imports nothing above it).
+PICKLED_CLASSES = ("tacred.models.config.NetworkConfig",)
+
+
+class SavedFields:
+    """A configuration object pickled by an earlier tacred, read back as its fields (by value: nothing runs)."""
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
 def _allow_project_classes() -> None:
-    """Allow-list the few non-tensor classes a tacred checkpoint holds (by value, nothing executable)."""
+    """Allow-list the classes of :data:`PICKLED_CLASSES`, each read as a :class:`SavedFields`."""
     import torch
 
-    from tacred.models.config import NetworkConfig
+    torch.serialization.add_safe_globals([(SavedFields, name) for name in PICKLED_CLASSES])
 
-    torch.serialization.add_safe_globals([NetworkConfig])
+
+def _fields_as_dicts(ckpt: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoint with each :class:`SavedFields` among its hyperparameters turned into the dict of its fields."""
+    hparams = ckpt.get("hyper_parameters")
+    if isinstance(hparams, dict):
+        for key, value in hparams.items():
+            if isinstance(value, SavedFields):
+                hparams[key] = dict(vars(value))
+    return ckpt
 
 
 def is_lightning_ckpt_name(ckpt_path: str) -> bool:
@@ -140,29 +161,7 @@ def _read(path: Path) -> dict[str, Any]:
                               f"{type(err).__name__}: {err})") from err
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise CheckpointError(f"{path}: not a tacred checkpoint (a PyTorch file without a 'state_dict')")
-    return ckpt
-
-
-def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -> None:
-    """Raise :class:`CheckpointError` when the checkpoint's weights do not fit ``model`` (other labels,
-    vocabulary or architecture), naming the first differing parameter instead of PyTorch's size-mismatch dump."""
-    saved_vocab = checkpoint.get("tacred_vocab")
-    vocab = getattr(model, "vocab", None)
-    if saved_vocab is not None and vocab is not None and list(saved_vocab.get("labels", [])) != vocab.labels.itos:
-        theirs, ours = list(saved_vocab.get("labels", [])), vocab.labels.itos
-        diff = sorted(set(theirs) ^ set(ours))
-        detail = f"differing labels {diff[:5]}" if diff else "the same labels in another order"
-        raise CheckpointError(f"{path}: trained with {len(theirs)} labels, this configuration has {len(ours)} "
-                              f"({detail}); use the data and labels the checkpoint was trained with")
-    state = model.state_dict()
-    for name, tensor in checkpoint["state_dict"].items():
-        if name in state and tuple(state[name].shape) != tuple(tensor.shape):
-            raise CheckpointError(f"{path}: parameter {name} has shape {tuple(tensor.shape)} in the checkpoint but "
-                                  f"{tuple(state[name].shape)} in this configuration (another vocabulary or network?)")
-    missing = [name for name in state if name not in checkpoint["state_dict"] and not name.endswith("class_weights")]
-    if missing:
-        raise CheckpointError(f"{path}: the checkpoint has no parameter {missing[0]} (and {len(missing) - 1} more) "
-                              f"that this configuration needs (another network?)")
+    return _fields_as_dicts(ckpt)
 
 
 def trained_seconds(ckpt: Mapping[str, Any]) -> float | None:

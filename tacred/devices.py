@@ -103,6 +103,14 @@ def onnx_providers(asked: str) -> tuple[str, list[str | tuple[str, dict[str, str
     return device, [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
 
 
+def model_device(asked: str, onnx: bool = False) -> tuple[str, list[str | tuple[str, dict[str, str]]]]:
+    """The device a loaded model runs on, resolved once: ONNX Runtime's view and its execution providers
+    (:func:`onnx_providers`) for an exported folder, torch's (:func:`torch_device`; no providers) for a checkpoint."""
+    if onnx:
+        return onnx_providers(asked)
+    return torch_device(asked), []
+
+
 def keep_freed_memory() -> bool:
     """Have glibc's malloc keep the memory a batch frees for the next batch (True where it is glibc's). By default
     an allocation above 32 MiB gets fresh pages from the kernel and returns them when freed, so every batch of the

@@ -613,6 +613,24 @@ def test_a_checkpoint_that_would_run_code_is_refused(tmp_path, capsys):
     assert not marker.exists()
 
 
+def test_a_checkpoint_of_an_earlier_version_holding_its_network_config_object_loads(workspace: Workspace, tmp_path):
+    """Earlier tacred versions pickled the NetworkConfig object among the hyperparameters: read by value, as the
+    dict of its fields that today's checkpoints hold, and the model rebuilds from it."""
+    from dataclasses import asdict
+
+    from tacred.checkpoints import read_checkpoint
+    from tacred.models.config import NetworkConfig
+    from tacred.training.module import RelationExtractor
+
+    ckpt = torch.load(workspace.checkpoint, weights_only=False)
+    network = NetworkConfig(**ckpt["hyper_parameters"]["network"])
+    ckpt["hyper_parameters"]["network"] = network
+    old = tmp_path / "earlier.ckpt"
+    torch.save(ckpt, old)
+    assert read_checkpoint(old)["hyper_parameters"]["network"] == asdict(network)
+    assert RelationExtractor.from_checkpoint(old).network_config == network
+
+
 def test_a_real_checkpoint_loads_with_weights_only(workspace: Workspace):
     from tacred.checkpoints import read_checkpoint
     from tacred.training.module import RelationExtractor

@@ -27,18 +27,12 @@ LAYERS = {
 
 # Imports against the direction, each made inside a function or for type hints only (never at import time), with the
 # reason. Such an import is also the one way back between two packages that it allows.
-UPWARD = {
-    # the safe unpickler allows the one project class a checkpoint's hyperparameters hold
-    ("tacred.checkpoints", "tacred.models.config"),
-}
+UPWARD: set[tuple[str, str]] = set()
 
 
 # Modules that import each other, each circle with the reason it stays; any other is an error (farm-studio look
 # draws the same circles from the same imports).
-CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"tacred.models.attention", "tacred.models.attention.registry", "tacred.models.config"}):
-        "type hints only (TYPE_CHECKING): a variant's builder takes the NetworkConfig that collects the variants' fields",
-}
+CIRCLES: dict[frozenset[str], str] = {}
 
 
 def module_name(path: Path) -> str:
@@ -89,7 +83,7 @@ def package(module: str) -> str:
 
 def test_no_two_packages_import_each_other():
     """Also within one layer (training and inference): one of the two must give way, apart from an import listed in
-    UPWARD (the safe unpickler's one class)."""
+    UPWARD."""
     edges = {(package(source), package(target)) for source, path in MODULES.items() if source != "tacred"
              for target in imported(path) if package(source) != package(target) and (source, target) not in UPWARD}
     both = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)

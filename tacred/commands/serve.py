@@ -111,9 +111,7 @@ def _check(args: argparse.Namespace) -> str:
             shipped_info(str(source))
     model = str(source)
     if args.threshold is None:  # a tuned threshold.json beside the model, as load_model takes it
-        from tacred.inference.api import tuned_threshold
-
-        args.threshold = tuned_threshold(source.threshold_folder)
+        args.threshold = source.tuned_threshold
         if args.threshold is not None:
             print(f"tacred serve: no-relation threshold {describe_threshold(load_threshold(args.threshold))} from {args.threshold} "
                   "(--threshold 0: the plain argmax)", file=sys.stderr)

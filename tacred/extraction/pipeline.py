@@ -40,7 +40,8 @@ class Extraction:
         self.model = model
         self.joint = getattr(model, "kind", None) == "joint"  # entities and relations from one model
         self.preprocess = Preprocessor(model, max_pairs, signatures, warn)
-        self.nlp = text_pipeline(model, spacy_model, max_chars, one_sentence)
+        self.nlp = text_pipeline(model, spacy_model, max_chars, one_sentence,
+                                 nominals=not self.joint and self.preprocess.rule.nominals)
 
     def __call__(self, texts: Iterable[str], names: Sequence[str], batch_size: int | None = None,
                  ) -> list[TextRelations]:

@@ -68,20 +68,22 @@ class TextSteps:
         return nlp
 
 
-def text_pipeline(model: Any, spacy_model: str | None, max_chars: int, one_sentence: bool = False) -> Language:
+def text_pipeline(model: Any, spacy_model: str | None, max_chars: int, one_sentence: bool = False,
+                  nominals: bool = False) -> Language:
     """The spaCy pipeline that relations in plain text need and no more, loaded once per process and kind by
     :func:`tacred.text.spacy_pipeline.load_spacy` (a worker process loads its own): sentence boundaries (the
     rule-based sentencizer unless nominal pairs need the parser; ``one_sentence``: none, each text is one sentence)
     and words; for a model of given pairs also the entities (spaCy's own, or the trained NER of ``model.ner`` in
     its place) and the tagger when it reads POS tags (a joint model finds its own entities: the tokenizer alone);
-    texts up to ``max_chars`` characters."""
+    texts up to ``max_chars`` characters; ``nominals``: the model's pair rule asks nominal pairs (:func:`pair_rule`),
+    which the parser finds."""
     from tacred.text.spacy_pipeline import load_spacy
 
     if getattr(model, "kind", None) == "joint":
         exclude, steps = NOT_NEEDED, TextSteps(None, one_sentence)
     else:
         exclude = ["lemmatizer"]
-        if not pair_rule(model.labels, model.encoder.no_relation, None).nominals:
+        if not nominals:
             exclude += ["parser", "attribute_ruler"]
             if model.encoder.kind != "words":  # the transformer reads no POS tags
                 exclude += ["tagger", "tok2vec"]

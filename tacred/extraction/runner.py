@@ -64,12 +64,12 @@ def run_extraction(settings: ExtractorSettings, documents: Iterable[Document | B
         sink.write(done)
         progress.update(len(done.results) + len(done.bad), sum(r.sentences for r in done.results))
 
-    if workers == 1:
+    if workers > 1:
+        _in_parallel(settings, chunks, workers, hand_on)
+    else:
         extractor = extractor or DocumentExtractor(settings)
         for chunk in chunks:
             hand_on(extract_chunk(extractor, chunk))
-    else:
-        _in_parallel(settings, chunks, workers, hand_on)
     progress.close()
     return sink.finish()
 

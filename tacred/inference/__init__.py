@@ -3,8 +3,8 @@
 ::
 
     inputs ──InputReader──> TACRED dicts ──encoder──> named arrays ──backend──> probabilities ──> Prediction
-           (inputs.py: every input form,    (encoding.py: chosen     (torch_backend.py or      (outputs.py: the
-            spaCy when needed, limits)       by the model's metadata) onnx_backend.py)          no-relation rule)
+           (inputs.py: every input form,    (encoding.py: chosen     (trained.TorchBackend    (outputs.py: the
+            spaCy when needed, limits)       by the model's metadata) or onnx_backend.py)       no-relation rule)
 
 :class:`~tacred.inference.predictor.Predictor` wires them together, and :func:`~tacred.inference.api.open_model`
 loads any model as one (a joint entity-and-relation model as a :class:`~tacred.inference.joint.JointPredictor`);

@@ -144,26 +144,19 @@ class MarkedEncoder(WordEncoder):
                        lambda rows, lengths, indices: pad_marked(ids, subj, obj, indices, pad_id))
 
 
-# encoder kind -> builder from the metadata that a checkpoint or an export folder holds
-ENCODERS: dict[str, Callable[[Mapping[str, Any]], InputEncoder]] = {
-    "words": lambda meta: WordEncoder(Vocabularies.from_dict(meta["vocab"])),
-    "typed_markers": lambda meta: MarkedEncoder(Vocabularies.from_dict(meta["vocab"])),
-}
+# encoder kind (a checkpoint's or export folder's metadata names it) -> the encoder, built from the model's vocabularies
+ENCODERS: dict[str, Callable[[Vocabularies], InputEncoder]] = {"words": WordEncoder, "typed_markers": MarkedEncoder}
 
 
-def default_encoder(vocab: Mapping[str, Any]) -> str:
-    """The encoder of a model whose metadata names none: the transformer's when its vocabularies hold a tokenizer."""
-    return "typed_markers" if vocab.get("tokenizer") else "words"
-
-
-def build_encoder(kind: str, meta: Mapping[str, Any], source: str) -> InputEncoder:
-    """The encoder ``kind`` (from a checkpoint's or export's metadata) built from ``meta``."""
+def build_encoder(kind: str, vocab: Vocabularies, source: str) -> InputEncoder:
+    """The encoder ``kind`` (from a checkpoint's or export's metadata) for the model's vocabularies; ``source``
+    names the model in messages."""
     from tacred.checkpoints import CheckpointError
 
     if kind not in ENCODERS:
         raise CheckpointError(f"{source}: needs the input encoder {kind!r}, which this version of tacred does not "
                               f"have (it has {', '.join(ENCODERS)})")
     try:
-        return ENCODERS[kind](meta)
+        return ENCODERS[kind](vocab)
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{source}: its {kind!r} encoder cannot be rebuilt ({type(err).__name__}: {err})") from None

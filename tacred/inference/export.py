@@ -3,8 +3,9 @@
 ``model.onnx`` takes the six (B, T) arrays of :class:`tacred.inference.encoding.WordEncoder` (``words``, ``pos``,
 ``ner``, ``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns
 ``probabilities`` (B, L); a transformer's takes the arrays of :class:`tacred.inference.encoding.MarkedEncoder`
-instead (``input_ids`` and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,)). :class:`OnnxRelationModel` (from :mod:`tacred.inference.onnx_backend`, importable from here)
-reads such a folder and predicts with ONNX Runtime alone: this module imports torch only to write a folder.
+instead (``input_ids`` and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,)). ``tacred.load_model(folder)``
+reads such a folder and predicts with ONNX Runtime alone (:class:`~tacred.inference.onnx_backend.OnnxRelationModel`):
+this module imports torch only to write a folder.
 A joint entity-and-relation checkpoint is exported as two graphs by :mod:`tacred.inference.joint_export`.
 """
 
@@ -16,6 +17,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +25,15 @@ import numpy as np
 
 from tacred.errors import ExportError
 from tacred.inference.model_card import ModelCard
-from tacred.inference.onnx_backend import PREDICTOR_FILE, OnnxRelationModel
+from tacred.inference.onnx_backend import PREDICTOR_FILE
 
 if TYPE_CHECKING:
     from tacred.data.batching import EncodedSplit
     from tacred.data.examples import Example
     from tacred.data.vocab import Vocabularies
-    from tacred.inference.api import ModelSource
+    from tacred.inference.sources import ModelSource
 
-__all__ = ["ExportError", "OnnxRelationModel", "export_folder"]
+__all__ = ["ExportError", "export_folder"]
 OPSET = 17
 
 
@@ -154,9 +156,9 @@ def model_card(ckpt_path: Path, facts: Mapping[str, Any], labels: Sequence[str],
         "  configuration and training hyperparameters; `config.yaml`: the whole resolved training configuration.",
         "- `vocab.json`: words, POS and NER tags, labels and the featurisation switches; `labels.json`: the labels in",
         "  output order.",
-        "- `predictor.json`: how inputs are encoded for the network (`encoder`); `tacred.load_model(folder)` (or",
-        "  `tacred.inference.export.OnnxRelationModel(folder)`) predicts with ONNX Runtime alone, without torch: the inputs, errors",
-        "  and prediction objects of `load_model` on a checkpoint.",
+        "- `predictor.json`: how inputs are encoded for the network (`encoder`); `tacred.load_model(folder)` predicts",
+        "  with ONNX Runtime alone, without torch: the inputs, errors and prediction objects of `load_model` on a",
+        "  checkpoint.",
     ]
     training_data = [
         f"- Training data: `{data.get('data_dir')}` (train `{data.get('train_file', 'train.json')}`, dev "
@@ -231,8 +233,7 @@ def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str
     export fails unless the quantized graph's most probable label is PyTorch's on at least ``min_agreement`` of the
     examples checked. The summary gives both graphs' agreement and, where the examples carry gold labels, the micro F1
     of PyTorch and of the quantized graph (official TACRED scorer)."""
-    from tacred.inference.api import ModelSource, model_checkpoint, resolve_model
-    from tacred.inference.joint import is_joint_checkpoint
+    from tacred.inference.sources import ModelSource, model_checkpoint, resolve_model
     from tacred.inference.trained import TrainedNetwork
 
     out = Path(out)
@@ -249,11 +250,12 @@ def export_folder(ckpt_path: str | Path | ModelSource, out: str | Path, fmt: str
     ckpt_path = source.path
     ckpt = model_checkpoint(source)  # read once: the network, its vocabularies and the run's facts come from it
     facts = _run_facts(ckpt_path, ckpt)
-    joint = is_joint_checkpoint(ckpt)
+    source = replace(source, contents=ckpt)
+    joint = source.model_kind == "joint"
     if joint and quantize is not None:
         raise ExportError(f"--quantize {quantize}: a joint entity-and-relation model is exported in float32 only; "
                           "leave out --quantize")
-    model = None if joint else TrainedNetwork.from_checkpoint(ckpt_path, checkpoint=ckpt)
+    model = None if joint else TrainedNetwork.from_contents(ckpt, ckpt_path)
     # written beside `out` and moved into place when complete: a failed export leaves nothing half-written
     final, out = out, out.with_name(f".{out.name}.partial")
     shutil.rmtree(out, ignore_errors=True)
@@ -284,15 +286,13 @@ def _write(out: Path, final: Path, fmt: str, model: Any, source: ModelSource, fa
 
     from tacred.data.batching import encode_split, probe_examples
     from tacred.data.examples import load_examples
-    from tacred.inference.encoding import default_encoder
-
     vocab: Vocabularies = model.vocab
     torch.save(model.net.state_dict(), out / "weights.pt")
     vocab.save(out / "vocab.json")
     (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
     (out / "network.json").write_text(json.dumps(dict(facts["hyper_parameters"]), indent=1, default=str),
                                       encoding="utf-8")
-    encoder = default_encoder(vocab.to_dict())
+    encoder = source.encoder_kind
     predictor = {"format": 1, "encoder": encoder, "output": "probabilities"}
     (out / PREDICTOR_FILE).write_text(json.dumps(predictor | ({"quantization": quantize} if quantize else {})),
                                       encoding="utf-8")

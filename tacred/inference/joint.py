@@ -19,10 +19,6 @@ from tacred.inference.input_rules import MAX_TOKENS, InputError, check_max_token
 from tacred.models.joint_decoding import Found, SentenceFound
 
 
-def is_joint_checkpoint(checkpoint: dict[str, Any]) -> bool:
-    return isinstance(checkpoint.get(JOINT_KEY), dict)
-
-
 @dataclass(frozen=True)
 class FoundEntity:
     start: int  # word index, inclusive
@@ -178,18 +174,18 @@ class JointReader(ABC):
 
 class JointPredictor(JointReader):
     """A joint checkpoint loaded for prediction with PyTorch (:func:`tacred.load_model` returns one for such a
-    checkpoint); the options are :class:`JointReader`'s, and ``device`` (``auto``: CUDA when present)."""
+    checkpoint): its read ``checkpoint`` contents, ``path`` (which names it), the torch ``device`` it runs on
+    (resolved: ``cpu``, ``cuda``, ``cuda:N``) and :class:`JointReader`'s options."""
 
-    def __init__(self, checkpoint: dict[str, Any], path: str | Path, device: str = "auto",
+    def __init__(self, checkpoint: dict[str, Any], path: str | Path, device: str = "cpu",
                  threshold: float | str | None = None, spacy_model: str | None = None, batch_size: int = 32,
                  max_tokens: int | None = MAX_TOKENS) -> None:
         import torch
 
-        from tacred.devices import torch_device
         from tacred.models.joint import JointNetwork, build_encoder
 
         super().__init__(checkpoint[JOINT_KEY], path, threshold, spacy_model, batch_size, max_tokens)
-        self.device = str(torch_device(device))
+        self.device = device
         hp = checkpoint.get("hyper_parameters") or {}
         encoder, _ = build_encoder(None, hp["transformer_config"])
         self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,

@@ -39,7 +39,7 @@ from tacred.models.joint import JointEncoded, JointNetwork
 from tacred.models.joint_decoding import SentenceFound, entity_pairs
 
 if TYPE_CHECKING:
-    from tacred.inference.api import ModelSource
+    from tacred.inference.sources import ModelSource
 
 OPSET = 18  # ScatterElements with reduction "max" (each word's max over its pieces) came in opset 18
 
@@ -211,7 +211,9 @@ def write_joint(out: Path, final: Path, fmt: str, ckpt: dict[str, Any], source: 
         start = time.perf_counter()
         encoded, checked_on = check_sentences(facts, split_file, predictor)
         export_graphs(predictor.net, encoded[:4], predictor.pad_id, out)
-        found = agreement(predictor, OnnxJointPredictor(out, device="cpu"), encoded)
+        from tacred.inference.api import open_model
+
+        found = agreement(predictor, open_model(out, device="cpu"), encoded)
         summary.update(found, checked_on=checked_on, examples=len(encoded),
                        seconds=round(time.perf_counter() - start, 2))
         if not found["onnx_max_abs_diff"] <= tolerance:

@@ -21,7 +21,7 @@ from tacred.checkpoints import CheckpointError
 from tacred.data.joint_batching import EncodedSentence, piece_arrays
 from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.joint import JointReader
-from tacred.inference.onnx_backend import PREDICTOR_FILE, export_kind, read_json
+from tacred.inference.onnx_backend import PREDICTOR_FILE, Providers
 from tacred.models.joint_decoding import Found, SentenceFound, by_sentence, entity_pairs, span_entities
 
 SPAN_INPUTS = ("input_ids", "pad_mask", "piece_words", "shapes", "present")  # model.onnx's inputs
@@ -51,38 +51,33 @@ def allowed_names(allowed: np.ndarray, entities: Sequence[str], relations: Seque
 class OnnxJointPredictor(JointReader):
     """An exported joint folder loaded for prediction (:func:`tacred.load_model` returns one for such a folder):
     the interface of :class:`~tacred.inference.joint.JointPredictor`, and its results to float32's precision.
-
-    Args: as :func:`tacred.load_model` (``device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; ``threshold``: the
-    relation threshold, a probability; None: the dev threshold kept in ``predictor.json``).
+    Made by :func:`tacred.inference.api.open_model`, which reads ``meta`` (``predictor.json``) and resolves the
+    ``device`` and its ``providers``; ``threshold``: the relation threshold, a probability (None: the dev threshold
+    kept in ``predictor.json``); the other options are :class:`~tacred.inference.joint.JointReader`'s.
     """
 
-    def __init__(self, folder: str | Path, device: str = "auto", threshold: float | str | None = None,
-                 spacy_model: str | None = None, batch_size: int = 32, max_tokens: int | None = MAX_TOKENS) -> None:
+    def __init__(self, folder: Path, meta: dict[str, Any], device: str, providers: Providers,
+                 threshold: float | str | None = None, spacy_model: str | None = None, batch_size: int = 32,
+                 max_tokens: int | None = MAX_TOKENS) -> None:
         import onnxruntime as ort
 
-        from tacred.devices import onnx_providers
-
-        folder = Path(folder)
         missing = [name for name in ("model.onnx", RELATIONS_GRAPH, TOKENIZER_FILE) if not (folder / name).is_file()]
-        if export_kind(folder) != "joint" or missing:
-            raise CheckpointError(f"{folder}: not an exported joint model (its predictor.json must say kind joint, "
-                                  f"and it needs model.onnx, {RELATIONS_GRAPH} and {TOKENIZER_FILE}); write one "
+        if missing:
+            raise CheckpointError(f"{folder}: not a whole exported joint model (no {', '.join(missing)}); write one "
                                   "with `tacred export --ckpt_path JOINT_RUN --out DIR`")
-        meta = read_json(folder / PREDICTOR_FILE)
+        self.folder, self.device = folder, device
+        self.spans = ort.InferenceSession(str(folder / "model.onnx"), providers=providers)
+        self.relations = ort.InferenceSession(str(folder / RELATIONS_GRAPH), providers=providers)
         try:
             tokenizer = meta["tokenizer"] | {"tokenizer_json": (folder / TOKENIZER_FILE).read_text(encoding="utf-8")}
             saved = {"types": meta["types"], "tokenizer": tokenizer, "max_width": meta["max_width"],
                      "threshold": meta["threshold"]}
+            self.allowed = allowed_array(meta["allowed"], meta["types"]["entities"], meta["types"]["relations"])
             super().__init__(saved, folder, threshold, spacy_model, batch_size, max_tokens,
                              kept_in=str(folder / PREDICTOR_FILE))
-            self.allowed = allowed_array(meta["allowed"], self.types.entities, self.types.relations)
         except (KeyError, TypeError, ValueError) as err:
             raise CheckpointError(f"{folder / PREDICTOR_FILE}: not a joint model's description "
                                   f"({type(err).__name__}: {err})") from None
-        self.folder = folder
-        self.device, providers = onnx_providers(device)
-        self.spans = ort.InferenceSession(str(folder / "model.onnx"), providers=providers)
-        self.relations = ort.InferenceSession(str(folder / RELATIONS_GRAPH), providers=providers)
 
     def encoder_pass(self, sentences: Sequence[EncodedSentence]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``model.onnx`` over a batch: span probabilities (B, M, W, E + 1), word vectors (B, W, H) and the word

@@ -3,12 +3,13 @@
 (:mod:`tacred.inference.outputs`); a backend only runs the network.
 
 A backend has ``device`` (``cpu``, ``cuda``, ``cuda:N``) and ``probabilities(arrays) -> (B, L) float array`` for one
-batch of the encoder's arrays. :mod:`tacred.inference.torch_backend` runs a checkpoint's network with torch,
+batch of the encoder's arrays. :class:`tacred.inference.trained.TorchBackend` runs a checkpoint's network with torch,
 :mod:`tacred.inference.onnx_backend` an exported ``model.onnx`` with ONNX Runtime (no torch).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,15 +49,19 @@ class Predictor:
 
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
-        from tacred.evaluation.decision import label_thresholds, load_threshold
+        from tacred.evaluation.decision import describe_threshold, label_thresholds, load_threshold
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.encoder = encoder
         self.backend = backend
+        self.threshold_source = threshold_source(threshold)
         loaded = None if threshold is None else load_threshold(threshold)
         self.threshold = label_thresholds(loaded, list(encoder.labels), encoder.no_relation, threshold)
-        self.threshold_source = threshold_source(threshold)
+        if self.threshold_source not in (None, "given"):  # a threshold file is said on the tacred logger
+            logging.getLogger("tacred").info(
+                "no-relation threshold %s from %s (a log-margin; threshold=0 predicts the plain argmax)",
+                describe_threshold(self.threshold), self.threshold_source)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
         self.max_tokens = check_max_tokens(max_tokens)

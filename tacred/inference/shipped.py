@@ -71,6 +71,16 @@ def check_model_argument(value: str | Path, root: Path = SHIPPED_DIR) -> None:
                                 f"hides the model shipped with tacred as {text}; run from another folder or rename it")
 
 
+def named_model(value: str | Path, root: Path = SHIPPED_DIR) -> tuple[str | None, Path | None]:
+    """A model argument as a shipped model: its name and folder when nothing of that name is on disk and it has no
+    folder part or suffix (an unknown name is an :class:`UnknownModelError` listing the shipped ones); ``(None,
+    None)`` for a path. The arguments of :func:`check_model_argument` are refused first."""
+    check_model_argument(value, root)
+    if Path(value).exists() or not looks_like_name(value):
+        return None, None
+    return str(value), shipped_folder(str(value), root)
+
+
 def shipped_folder(name: str, root: Path = SHIPPED_DIR) -> Path:
     """The folder of the shipped model ``name``; an unknown name is an :class:`UnknownModelError` listing them."""
     names = shipped_names(root)
@@ -197,12 +207,11 @@ def load_shipped_predictor(name: str, *, word_vectors: bool = True, device: str 
                            **options: Any) -> Predictor:
     """A :class:`Predictor` for the shipped model ``name`` (``options``: those of :class:`Predictor`; its
     ``threshold`` as given: ``load_model`` passes the folder's ``threshold.json``)."""
-    from tacred.inference.torch_backend import load_checkpoint_predictor
+    from tacred.devices import torch_device
+    from tacred.inference.trained import load_checkpoint_predictor
 
-    folder = shipped_folder(name, root)
-    return load_checkpoint_predictor(folder, device=device,
-                                     checkpoint=shipped_checkpoint(name, word_vectors=word_vectors, root=root),
-                                     **options)
+    return load_checkpoint_predictor(shipped_checkpoint(name, word_vectors=word_vectors, root=root),
+                                     shipped_folder(name, root), torch_device(device), **options)
 
 
 @dataclass(frozen=True)

@@ -168,10 +168,9 @@ def _dev_metric(scores: SplitScores) -> float:
 
 def _variant(meta: Mapping[str, Any], words: list[str], weights: dict[str, Any], fallback: bool,
              splits: Mapping[str, Split], path: Path) -> Variant:
-    from tacred.inference.torch_backend import load_checkpoint_predictor
+    from tacred.inference.trained import load_checkpoint_predictor
 
-    predictor = load_checkpoint_predictor(path, device="cpu", checkpoint=assemble(meta, words, weights,
-                                                                                  word_vectors=fallback))
+    predictor = load_checkpoint_predictor(assemble(meta, words, weights, word_vectors=fallback), path, "cpu")
     return Variant({s: predictor.probabilities(split.examples) for s, split in splits.items()})
 
 

@@ -1,4 +1,5 @@
-"""A trained network for prediction without Lightning: what ``load_model`` (the Python API) and ``tacred serve`` use.
+"""A trained network for prediction without Lightning: what ``load_model`` (the Python API) and ``tacred serve`` use,
+and :class:`TorchBackend`, which runs it on the CPU or a CUDA device.
 
 A tacred checkpoint holds the vocabularies, the network's configuration and its weights, which is all prediction
 needs. :func:`load_trained` is the one loader of a checkpoint: :class:`TrainedNetwork` and
@@ -13,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -24,6 +26,9 @@ from tacred.data.markers import MARKED_INPUTS
 from tacred.data.vocab import Vocabularies
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
+
+if TYPE_CHECKING:
+    from tacred.inference.predictor import Predictor
 
 
 def unfit_checkpoint(path: str | Path, err: Exception) -> Exception:
@@ -48,33 +53,74 @@ class SavedModel:
 M = TypeVar("M", bound=nn.Module)
 
 
-def load_trained(path: str | Path, build: Callable[[SavedModel], M], map_location: str | torch.device = "cpu",
-                 checkpoint: dict[str, Any] | None = None) -> M:
-    """The one checkpoint loader: read ``path``, rebuild its model with ``build`` (a module that holds the network
-    as ``net``, as :class:`~tacred.training.module.RelationExtractor` and :class:`TrainedNetwork` do), check that the
-    weights fit, load them and return the model in evaluation mode on ``map_location``. Whatever does not fit is a
-    :class:`~tacred.checkpoints.CheckpointError` naming the file. ``checkpoint``: the file's contents when they were
-    read already."""
-    from tacred.checkpoints import CheckpointError, check_compatible, read_checkpoint
+def saved_vocabularies(checkpoint: dict[str, Any], path: str | Path) -> Vocabularies:
+    """The vocabularies of a relation classifier's read ``checkpoint`` (``path`` names it in messages); a
+    :class:`~tacred.checkpoints.CheckpointError` for a checkpoint that holds none."""
+    from tacred.checkpoints import CheckpointError
 
-    ckpt = read_checkpoint(path) if checkpoint is None else checkpoint
-    if not isinstance(ckpt.get("tacred_vocab"), dict):
+    if not isinstance(checkpoint.get("tacred_vocab"), dict):
         from tacred.data.joint_batching import JOINT_KEY
 
-        if isinstance(ckpt.get(JOINT_KEY), dict):
+        if isinstance(checkpoint.get(JOINT_KEY), dict):
             raise CheckpointError(f"{path}: a joint entity-and-relation model; this command takes a relation "
                                   "classifier (a joint model is used by tacred test, extract, serve, kb and export, and "
                                   "by load_model(...).extract)")
         raise CheckpointError(f"{path}: holds no tacred vocabulary (not written by tacred?)")
-    hparams = dict(ckpt.get("hyper_parameters", {}))
     try:
-        network = NetworkConfig(**hparams.pop("network", {}))
-        model = build(SavedModel(Vocabularies.from_dict(ckpt["tacred_vocab"]), network, hparams, ckpt))
+        return Vocabularies.from_dict(checkpoint["tacred_vocab"])
     except (TypeError, KeyError) as err:
         raise unfit_checkpoint(path, err) from None
-    check_compatible(ckpt, model, path)
-    model.load_state_dict(ckpt["state_dict"])
+
+
+def load_trained(path: str | Path, build: Callable[[SavedModel], M], map_location: str | torch.device = "cpu") -> M:
+    """The one checkpoint loader: read ``path`` and :func:`rebuild` its model with ``build``."""
+    from tacred.checkpoints import read_checkpoint
+
+    checkpoint = read_checkpoint(path)
+    return rebuild(checkpoint, saved_vocabularies(checkpoint, path), path, build, map_location)
+
+
+def rebuild(checkpoint: dict[str, Any], vocab: Vocabularies, path: str | Path, build: Callable[[SavedModel], M],
+            map_location: str | torch.device = "cpu") -> M:
+    """The model of a read ``checkpoint`` and its ``vocab`` (:func:`saved_vocabularies`; ``path`` names the
+    checkpoint in messages): rebuilt with ``build`` (a module that holds the network as ``net``, as
+    :class:`~tacred.training.module.RelationExtractor` and :class:`TrainedNetwork` do), its weights checked to fit
+    (:func:`check_compatible`) and loaded, in evaluation mode on ``map_location``. Whatever does not fit is a
+    :class:`~tacred.checkpoints.CheckpointError` naming the file."""
+    hparams = dict(checkpoint.get("hyper_parameters", {}))
+    try:
+        network = NetworkConfig(**hparams.pop("network", {}))
+        model = build(SavedModel(vocab, network, hparams, checkpoint))
+    except (TypeError, KeyError) as err:
+        raise unfit_checkpoint(path, err) from None
+    check_compatible(checkpoint, model, path)
+    model.load_state_dict(checkpoint["state_dict"])
     return model.eval().to(map_location)
+
+
+def check_compatible(checkpoint: dict[str, Any], model: Any, path: str | Path) -> None:
+    """Raise :class:`~tacred.checkpoints.CheckpointError` when the checkpoint's weights do not fit ``model`` (other
+    labels, vocabulary or architecture), naming the first differing parameter instead of PyTorch's size-mismatch
+    dump."""
+    from tacred.checkpoints import CheckpointError
+
+    saved_vocab = checkpoint.get("tacred_vocab")
+    vocab = getattr(model, "vocab", None)
+    if saved_vocab is not None and vocab is not None and list(saved_vocab.get("labels", [])) != vocab.labels.itos:
+        theirs, ours = list(saved_vocab.get("labels", [])), vocab.labels.itos
+        diff = sorted(set(theirs) ^ set(ours))
+        detail = f"differing labels {diff[:5]}" if diff else "the same labels in another order"
+        raise CheckpointError(f"{path}: trained with {len(theirs)} labels, this configuration has {len(ours)} "
+                              f"({detail}); use the data and labels the checkpoint was trained with")
+    state = model.state_dict()
+    for name, tensor in checkpoint["state_dict"].items():
+        if name in state and tuple(state[name].shape) != tuple(tensor.shape):
+            raise CheckpointError(f"{path}: parameter {name} has shape {tuple(tensor.shape)} in the checkpoint but "
+                                  f"{tuple(state[name].shape)} in this configuration (another vocabulary or network?)")
+    missing = [name for name in state if name not in checkpoint["state_dict"] and not name.endswith("class_weights")]
+    if missing:
+        raise CheckpointError(f"{path}: the checkpoint has no parameter {missing[0]} (and {len(missing) - 1} more) "
+                              f"that this configuration needs (another network?)")
 
 
 def build_network(network: NetworkConfig, vocab: Vocabularies,
@@ -112,12 +158,20 @@ class TrainedNetwork(nn.Module):
         self.network_config = network_config or NetworkConfig()
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, map_location: str | torch.device = "cpu",
-                        checkpoint: dict[str, Any] | None = None) -> TrainedNetwork:
-        """Rebuild the network from its checkpoint alone (:func:`load_trained`); a ``CheckpointError`` names what
-        does not fit. ``checkpoint``: the file's contents when they were read already."""
-        return load_trained(path, lambda saved: cls(build_network(saved.network, saved.vocab), saved.vocab,
-                                                    saved.network), map_location, checkpoint)
+    def from_checkpoint(cls, path: str | Path, map_location: str | torch.device = "cpu") -> TrainedNetwork:
+        """Rebuild the network from its checkpoint file alone (:func:`load_trained`); a ``CheckpointError`` names
+        what does not fit."""
+        return load_trained(path, cls._built, map_location)
+
+    @classmethod
+    def from_contents(cls, checkpoint: dict[str, Any], path: str | Path,
+                      map_location: str | torch.device = "cpu") -> TrainedNetwork:
+        """The same from a checkpoint's contents, read already (``path`` names them in messages)."""
+        return rebuild(checkpoint, saved_vocabularies(checkpoint, path), path, cls._built, map_location)
+
+    @classmethod
+    def _built(cls, saved: SavedModel) -> TrainedNetwork:
+        return cls(build_network(saved.network, saved.vocab), saved.vocab, saved.network)
 
     def forward(self, batch: Batch) -> NetworkOutput:
         return self.net(batch)
@@ -126,6 +180,48 @@ class TrainedNetwork(nn.Module):
         """Label probabilities (N, L) of every example of an encoded split, in the split's order."""
         self.eval()
         return label_probabilities(self, data, len(self.vocab.labels), batch_size)
+
+
+class TorchBackend:
+    """Runs ``module(**arrays) -> (B, L) probabilities`` (e.g. :class:`tacred.inference.trained.ProbabilityNetwork`)."""
+
+    def __init__(self, module: nn.Module, device: str) -> None:
+        self.device = device
+        self.module = module.eval().to(device)
+
+    def probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        tensors = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
+        with torch.inference_mode():
+            return self.module(**tensors).cpu().numpy()
+
+    def pair_probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        """Probabilities (P, L) of a batch of sentences' pairs (:func:`tacred.inference.sentence_pairs.pad_sentences`)
+        from one shared pass per sentence where the network allows it (:mod:`tacred.models.pair_scoring`)."""
+        tensors = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
+        with torch.inference_mode():
+            return self.module.pair_probabilities(**tensors).cpu().numpy()
+
+
+def torch_backend(checkpoint: dict[str, Any], vocab: Vocabularies, path: str | Path, device: str) -> TorchBackend:
+    """The torch backend of a relation classifier's read ``checkpoint`` and its ``vocab``
+    (:func:`saved_vocabularies`; ``path`` names the checkpoint in messages): its network rebuilt and checked
+    (:func:`rebuild`), on the torch ``device`` (resolved: ``cpu``, ``cuda``, ``cuda:N``)."""
+    model = rebuild(checkpoint, vocab, path, TrainedNetwork._built)
+    return TorchBackend(probability_network(model.net, share_encoding=True), device)
+
+
+def load_checkpoint_predictor(checkpoint: dict[str, Any], path: str | Path, device: str = "cpu",
+                              **options: Any) -> Predictor:
+    """A :class:`~tacred.inference.predictor.Predictor` for a tacred checkpoint's read contents (``path`` names them
+    in messages) on the torch ``device`` (resolved); ``options``: those of ``Predictor``. ``load_model`` builds the
+    same from the same parts (:func:`tacred.inference.api.open_model`)."""
+    from tacred.inference.encoding import build_encoder
+    from tacred.inference.predictor import Predictor
+    from tacred.inference.sources import default_encoder
+
+    vocab = saved_vocabularies(checkpoint, path)
+    kind = (checkpoint.get("tacred_predictor") or {}).get("encoder") or default_encoder(checkpoint["tacred_vocab"])
+    return Predictor(build_encoder(kind, vocab, str(path)), torch_backend(checkpoint, vocab, path, device), **options)
 
 
 def probability_network(net: nn.Module, share_encoding: bool = False) -> nn.Module:

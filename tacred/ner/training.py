@@ -403,6 +403,14 @@ def saved_ner(folders: Iterable[str | Path]) -> Path | None:
     return None
 
 
+def chosen_ner(ner: str | Path | None, folders: Iterable[str | Path]) -> Path | None:
+    """The trained NER a relation model reads raw text with: ``auto`` the one saved with it (:func:`saved_ner`,
+    among ``folders``), ``stock`` or None none (spaCy's own), else the folder ``ner`` names (:func:`model_folder`)."""
+    if ner in (None, "stock"):
+        return None
+    return saved_ner(folders) if ner == "auto" else model_folder(ner)
+
+
 def with_trained_ner(nlp: Language, folder: str | Path) -> Language:
     """``nlp`` with its NER replaced by the trained one in ``folder``, whose labels (the dataset's types) become the
     relation model's entity types (:data:`TYPES_FILE`) on every doc."""

@@ -193,7 +193,7 @@ def evaluate(checkpoint: str | Path, split: str | Path = "test", *, data_dir: st
     path = resolve_checkpoint(checkpoint)
     with reading_once():  # one read for the network, the data options and the data module's vocabularies
         contents = read_checkpoint(path)
-        model = TrainedNetwork.from_checkpoint(path, map_location=resolved, checkpoint=contents)
+        model = TrainedNetwork.from_contents(contents, path, map_location=resolved)
         encoded, source, split_file = checkpoint_split(path, str(split), data_dir, file, contents)
     probs = model.split_probabilities(encoded, batch_size).double().numpy()  # (N, L)
     return Evaluation(list(encoded.ids), list(model.vocab.labels.itos), model.vocab.no_relation,

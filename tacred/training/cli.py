@@ -14,7 +14,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint, Mo
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from tacred.checkpoints import check_compatible, is_lightning_ckpt_name, read_checkpoint
+from tacred.checkpoints import is_lightning_ckpt_name, read_checkpoint
 from tacred.errors import ConfigError
 from tacred.options.rules import OptionError
 from tacred.training.callbacks import CheckpointReadOnce, LastCheckpoint, PredictionFileWriter
@@ -290,6 +290,8 @@ class TacredCLI(LightningCLI):
             self.trainer.strategy.checkpoint_io = CheckpointReadOnce()
         if self._start_checkpoint is not None:
             cfg = self.config[self.subcommand] if self.subcommand else self.config
+            from tacred.inference.trained import check_compatible
+
             check_compatible(self._start_checkpoint, self.model, cfg.ckpt_path)
             self._start_checkpoint = None
         for callback in self.trainer.callbacks:

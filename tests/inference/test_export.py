@@ -22,7 +22,6 @@ def exported(checkpoint, tmp_path_factory) -> tuple[Path, str]:
 
 def test_onnx_runtime_equals_pytorch_on_the_test_split(exported, checkpoint):
     from tacred import load_model
-    from tacred.inference.export import OnnxRelationModel
 
     out, test_file = exported
     summary = json.loads((out / "export.json").read_text())
@@ -30,10 +29,10 @@ def test_onnx_runtime_equals_pytorch_on_the_test_split(exported, checkpoint):
     assert summary["onnx_max_abs_diff"] <= 1e-5
     # independently of the export's own check: the folder alone against the Python API
     examples = json.loads(Path(test_file).read_text())
-    onnx_probs = OnnxRelationModel(out).probabilities(examples)
+    onnx_probs = load_model(out).probabilities(examples)
     torch_probs = load_model(checkpoint).probabilities(examples)
     assert abs(onnx_probs - torch_probs).max() <= 1e-5
-    assert [p.relation for p in OnnxRelationModel(out).predict(examples[:3])] == \
+    assert [p.relation for p in load_model(out).predict(examples[:3])] == \
         [p.relation for p in load_model(checkpoint).predict(examples[:3])]
 
 

@@ -99,7 +99,7 @@ def test_an_exported_onnx_folder_refuses_them_with_the_same_messages(model, chec
 
     assert main(["--ckpt_path", str(checkpoint), "--out", str(tmp_path / "onnx"), "--format", "onnx"]) == 0
     onnx = load_model(tmp_path / "onnx", device="cpu")
-    assert type(onnx.predictor).__name__ == "OnnxRelationModel" and onnx.max_tokens == 512
+    assert type(onnx.predictor.backend).__name__ == "OnnxBackend" and onnx.max_tokens == 512
     assert api_problems(onnx) == api_problems(model)
 
 

@@ -43,13 +43,12 @@ def examples(checkpoint) -> list[dict]:
 
 
 def test_the_export_folder_loads_with_onnx_runtime(both, exported):
-    from tacred.inference.export import OnnxRelationModel
     from tacred.inference.onnx_backend import OnnxBackend
-    from tacred.inference.torch_backend import TorchBackend
+    from tacred.inference.trained import TorchBackend
 
     torch_model, onnx_model = both
     assert isinstance(torch_model.backend, TorchBackend) and isinstance(onnx_model.backend, OnnxBackend)
-    assert isinstance(OnnxRelationModel(exported), type(torch_model.predictor))  # the same Predictor class
+    assert type(onnx_model.predictor) is type(torch_model.predictor)  # the same Predictor class
     assert onnx_model.labels == torch_model.labels and onnx_model.device == "cpu"
 
 
@@ -149,9 +148,9 @@ def test_onnx_inference_needs_neither_torch_nor_lightning(exported, both, exampl
     probe hides that plugin's entry points."""
     probe = NO_TORCH_PROBE + f"""
 from tacred import load_model
-from tacred.inference.export import OnnxRelationModel
+from tacred.inference.onnx_backend import OnnxBackend
 m = load_model({str(exported)!r})
-assert isinstance(m.predictor, OnnxRelationModel)
+assert isinstance(m.predictor.backend, OnnxBackend)
 preds = m.predict(json.loads(sys.stdin.read()) + [{MARKED!r}])
 print(json.dumps([[p.id, p.relation, p.probability] for p in preds]))
 """

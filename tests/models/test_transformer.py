@@ -144,7 +144,6 @@ def exported(trained: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, exported: Path) -> None:
     from tacred import load_model
-    from tacred.inference.export import OnnxRelationModel
 
     ckpt = trained / "checkpoints" / "last.ckpt"
     examples = json.loads((demo_data / "test.json").read_text())[:20]
@@ -160,7 +159,7 @@ def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, expor
     assert json.loads((exported / "export.json").read_text())["onnx_max_abs_diff"] <= 1e-4
     assert json.loads((exported / "predictor.json").read_text())["encoder"] == "typed_markers"
     assert "pretrained transformer" in (exported / "README.md").read_text()
-    onnx_model = OnnxRelationModel(exported)
+    onnx_model = load_model(exported)
     onnx_probs = onnx_model.probabilities(examples)
     torch_probs = np.array([[p.probabilities[label] for label in model.labels] for p in predictions])
     assert np.abs(onnx_probs - torch_probs).max() <= 1e-4
@@ -216,7 +215,6 @@ def test_an_mpnet_trains_in_bf16_and_exports_to_onnx(demo_data: Path, tmp_path: 
     load_model and the ONNX export, which runs in fp32 and agrees with PyTorch's fp32 forward pass."""
     pytest.importorskip("onnxruntime")
     from tacred import load_model
-    from tacred.inference.export import OnnxRelationModel
 
     folder = write_tiny_bert(tmp_path / "mpnet", corpus_words(demo_data), architecture="mpnet")
     run = tmp_path / "run"
@@ -232,7 +230,7 @@ def test_an_mpnet_trains_in_bf16_and_exports_to_onnx(demo_data: Path, tmp_path: 
     model = load_model(ckpt)
     assert read_checkpoint(ckpt)["hyper_parameters"]["network"]["transformer_config"]["model_type"] == "mpnet"
     torch_probs = np.array([[p.probabilities[label] for label in model.labels] for p in model.predict(examples)])
-    assert np.abs(OnnxRelationModel(out).probabilities(examples) - torch_probs).max() <= 1e-4
+    assert np.abs(load_model(out).probabilities(examples) - torch_probs).max() <= 1e-4
 
 
 def test_ensembles_take_transformer_members(trained: Path, tmp_path: Path) -> None:

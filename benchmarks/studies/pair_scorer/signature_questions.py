@@ -27,9 +27,9 @@ def load(path: str, name: str):
 
 def main(work: Path, old_path: str, repeat: int = 440) -> None:
     import tacred.extraction.preprocess as new
-    from tacred.inference.torch_backend import load_checkpoint_predictor
+    from tacred.inference.api import open_model
 
-    predictor = load_checkpoint_predictor(work / "paper" / "checkpoints" / "best.ckpt", device="cpu")
+    predictor = open_model(work / "paper" / "checkpoints" / "best.ckpt", device="cpu")
     signatures = getattr(predictor.encoder.vocab, "signatures", None)
     old = load(old_path, "old_signature_filter")
     types = ["PERSON", "ORGANIZATION", "LOCATION", "DATE", "MISC", "NUMBER", "CITY", "TITLE"]

@@ -14,7 +14,7 @@ from torch import nn
 from tacred.models.attention.registry import AttentionParts, register
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    from tacred.options.network import NetworkOptions
 
 
 def renormalize(weights: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
@@ -81,12 +81,12 @@ class AttentionConv2d(nn.Module):
 
 
 @register("conv_1d", option="attention_conv", value="1d", order=50, ablations=("conv_1d",))
-def add_conv_1d(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_conv_1d(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Dufter et al.'s 1-d convoluted attention: a width-3 filter per head and query row, after the softmax."""
     parts.transform = AttentionConv1d(parts.num_heads, parts.max_positions)
 
 
 @register("conv_2d", option="attention_conv", value="2d", order=51, ablations=("conv_2d",))
-def add_conv_2d(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_conv_2d(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Dufter et al.'s 2-d convoluted attention: one 3 × 3 filter per head, after the softmax."""
     parts.transform = AttentionConv2d(parts.num_heads)

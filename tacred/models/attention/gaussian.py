@@ -16,7 +16,7 @@ from tacred.models.attention.registry import AttentionParts, Hyperparameter, reg
 from tacred.options.rules import is_number
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    from tacred.options.network import NetworkOptions
 
 
 class GaussianPositionHeads(nn.Module):
@@ -95,7 +95,7 @@ class ContentHeadsOnly(nn.Module):
         return self.bias(inputs) * self.keep
 
 
-def at_most_num_heads(value: int, cfg: NetworkConfig) -> str | None:
+def at_most_num_heads(value: int, cfg: NetworkOptions) -> str | None:
     """0 (no Gaussian heads) up to every head."""
     ok = is_number(value) and 0 <= value <= cfg.num_heads
     return None if ok else f"must be between 0 and num_heads ({cfg.num_heads})"
@@ -103,7 +103,7 @@ def at_most_num_heads(value: int, cfg: NetworkConfig) -> str | None:
 
 @register("gaussian_heads", option="gaussian_heads", value=1, order=90, ablations=("gaussian_heads",),
           starts_as_plain=False, hyperparameters=(Hyperparameter("gaussian_heads", Annotated[int, at_most_num_heads], 0),))
-def add_gaussian_heads(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_gaussian_heads(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Dagan's Gaussian positional attention for the first ``gaussian_heads`` heads; built last, as it switches
     the other position terms off for those heads."""
     keep = content_head_mask(parts.num_heads, cfg.gaussian_heads)

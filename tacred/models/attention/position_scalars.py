@@ -14,7 +14,7 @@ from tacred.models.attention.core import AttentionInputs
 from tacred.models.attention.registry import AttentionParts, register
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    from tacred.options.network import NetworkOptions
 
 
 def _check_size(max_positions: int) -> None:
@@ -59,12 +59,12 @@ class RelativePositionScalars(nn.Module):
 
 
 @register("absolute_scalars", option="attention_bias", order=20, ablations=("san_p",))
-def add_absolute_scalars(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_absolute_scalars(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Dufter et al.'s SAN+P: a learned t × t scalar matrix per head (t = max_relative_distance + 1)."""
     parts.biases.append(AbsolutePositionScalars(parts.num_heads, parts.max_positions))
 
 
 @register("relative_scalars", option="attention_bias", order=30, ablations=("san_r", "san_pr"))
-def add_relative_scalars(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_relative_scalars(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Dufter et al.'s SAN+R: one learned scalar per head and clipped distance."""
     parts.biases.append(RelativePositionScalars(parts.num_heads, parts.max_positions))

@@ -19,7 +19,9 @@ from tacred.models.attention.core import MultiHeadSelfAttention
 from tacred.options.rules import Rule
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    # the builders get a tacred.models.config.NetworkConfig, a NetworkOptions with the fields the variants declare
+    # here: it is built from this registry, so it is not imported back (no circle of modules)
+    from tacred.options.network import NetworkOptions
 
 # Options whose value is a list of variant names (several variants at once); the others hold one value.
 LIST_OPTIONS = ("attention_bias",)
@@ -52,7 +54,7 @@ class AttentionParts:
     transform: nn.Module | None = None
 
 
-Builder = Callable[[AttentionParts, "NetworkConfig"], None]
+Builder = Callable[[AttentionParts, "NetworkOptions"], None]
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class AttentionVariant:
     summary: str
     hyperparameters: tuple[Hyperparameter, ...] = ()  # the NetworkConfig fields this variant declares
 
-    def selected(self, cfg: NetworkConfig) -> bool:
+    def selected(self, cfg: NetworkOptions) -> bool:
         current = getattr(cfg, self.option)
         if self.option in LIST_OPTIONS:
             return self.value in (current or [])
@@ -164,7 +166,7 @@ NAME_FIELDS = (Hyperparameter("attention_bias", Annotated[list[str] | None, _reg
                Hyperparameter("attention_conv", Annotated[str, _registered_names("attention_conv")], "none"))
 
 
-def build_attention(d_model: int, cfg: NetworkConfig) -> MultiHeadSelfAttention:
+def build_attention(d_model: int, cfg: NetworkOptions) -> MultiHeadSelfAttention:
     """The attention core with the hooks of every variant ``cfg`` switches on, built in registry order (their
     random draws come before the core's projections: the draw order of
     :meth:`tacred.models.network.RelationNetwork.__init__`). ``cfg`` checked its names and sizes when it was built."""

@@ -18,7 +18,7 @@ from tacred.models.attention.registry import AttentionParts, Hyperparameter, reg
 from tacred.models.initialisation import init_linear
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    from tacred.options.network import NetworkOptions
 
 
 def clipped_distances(length: int, max_distance: int, device: torch.device) -> torch.Tensor:
@@ -61,7 +61,7 @@ class RelativePositionScores(nn.Module):
 
 @register("relative", option="position_encoding", value="relative", order=0, starts_as_plain=False,
           hyperparameters=(Hyperparameter("relpos_query", Literal["separate", "shared"], "separate"),))
-def add_relative_scores(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_relative_scores(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """The paper's relative-position scores r_i · m_{j−i} (``position_encoding: relative``, the default)."""
     parts.biases.append(RelativePositionScores(parts.d_model, parts.num_heads, cfg.max_relative_distance,
                                                cfg.relpos_query))

@@ -16,7 +16,7 @@ from tacred.models.attention.registry import AttentionParts, Hyperparameter, reg
 from tacred.options.rules import at_least
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    from tacred.options.network import NetworkOptions
 
 
 def clipped_relative_index(length: int, clip: int, device: torch.device) -> torch.Tensor:
@@ -73,7 +73,7 @@ class ShawRelativeValues(nn.Module):
     Hyperparameter("shaw_clip", Annotated[int, at_least(1)], 16),  # k: distances beyond ±k share one vector
     Hyperparameter("shaw_values", bool, True),  # relative values a^V as well as keys a^K
 ))
-def add_shaw(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_shaw(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Shaw et al.'s clipped relative keys (clip ``shaw_clip``), and relative values unless ``shaw_values: false``."""
     parts.biases.append(ShawRelativeKeys(parts.head_dim, cfg.shaw_clip))
     if cfg.shaw_values:

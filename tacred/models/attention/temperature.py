@@ -16,7 +16,7 @@ from tacred.models.attention.core import AttentionInputs
 from tacred.models.attention.registry import AttentionParts, Hyperparameter, register
 
 if TYPE_CHECKING:
-    from tacred.models.config import NetworkConfig
+    from tacred.options.network import NetworkOptions
 
 
 class LearnedTemperature(nn.Module):
@@ -37,6 +37,6 @@ class LearnedTemperature(nn.Module):
 
 @register("learned_temperature", option="learned_temperature", value=True, order=40,
           ablations=("learned_temperature",), hyperparameters=(Hyperparameter("learned_temperature", bool, False),))
-def add_learned_temperature(parts: AttentionParts, cfg: NetworkConfig) -> None:
+def add_learned_temperature(parts: AttentionParts, cfg: NetworkOptions) -> None:
     """Dufter et al.'s learnable temperature: q, k, v each scaled by a learned γ."""
     parts.temperature = LearnedTemperature(parts.head_dim)
