@@ -4,7 +4,7 @@
 ``ner``, ``subj_positions``, ``obj_positions`` as int64, ``pad_mask`` as bool, True at padding) and returns
 ``probabilities`` (B, L); a transformer's takes the arrays of :class:`tacred.inference.encoding.MarkedEncoder`
 instead (``input_ids`` and ``pad_mask`` (B, T), ``subj_marker`` and ``obj_marker`` (B,)). ``tacred.load_model(folder)``
-reads such a folder and predicts with ONNX Runtime alone (:class:`~tacred.inference.onnx_backend.OnnxRelationModel`):
+reads such a folder and predicts with ONNX Runtime alone (:class:`~tacred.inference.onnx_backend.OnnxBackend`):
 this module imports torch only to write a folder.
 A joint entity-and-relation checkpoint is exported as two graphs by :mod:`tacred.inference.joint_export`.
 """
