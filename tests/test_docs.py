@@ -135,6 +135,12 @@ def test_the_readme_stays_short():
     assert (REPO / "README.md").stat().st_size <= 15_000
 
 
+def test_no_manual_page_runs_over_300_lines():
+    """A page that grows past 300 lines is split by subject (as the NER page and performance.md were)."""
+    long = {p.name: n for p in PAGES[1:] if (n := len(p.read_text(encoding="utf-8").splitlines())) > 300}
+    assert not long, f"manual pages over 300 lines: {long}"
+
+
 def test_the_site_builds_strictly(tmp_path, monkeypatch):
     """`make docs` in this process (MkDocs' own build with --strict): a warning, such as a broken link or anchor,
     aborts it, and the warnings are what the assertion shows."""
