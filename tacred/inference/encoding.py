@@ -148,6 +148,11 @@ class MarkedEncoder(WordEncoder):
 ENCODERS: dict[str, Callable[[Vocabularies], InputEncoder]] = {"words": WordEncoder, "typed_markers": MarkedEncoder}
 
 
+def default_encoder(vocab: Mapping[str, Any]) -> str:
+    """The encoder of a model whose metadata names none: the transformer's when its vocabularies hold a tokenizer."""
+    return "typed_markers" if vocab.get("tokenizer") else "words"
+
+
 def build_encoder(kind: str, vocab: Vocabularies, source: str) -> InputEncoder:
     """The encoder ``kind`` (from a checkpoint's or export's metadata) for the model's vocabularies; ``source``
     names the model in messages."""

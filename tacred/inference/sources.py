@@ -13,17 +13,13 @@ from typing import Any
 
 from tacred.checkpoints import CheckpointError, read_checkpoint, resolve_checkpoint
 from tacred.data.joint_batching import JOINT_KEY
+from tacred.inference.encoding import default_encoder
 from tacred.inference.shipped import named_model, shipped_checkpoint
 
 THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside a checkpoint
 EXPORT_GRAPH = "model.onnx"  # what makes a folder an exported model
 EXPORT_META = "predictor.json"  # an exported folder's description: {"format": 1, "encoder": ..., "kind": ...}
 EXPORT_VOCAB = "vocab.json"  # an exported relation classifier's vocabularies
-
-
-def default_encoder(vocab: dict[str, Any]) -> str:
-    """The encoder of a model whose metadata names none: the transformer's when its vocabularies hold a tokenizer."""
-    return "typed_markers" if vocab.get("tokenizer") else "words"
 
 
 @dataclass(frozen=True)
