@@ -21,6 +21,9 @@ stock NER (its candidate pairs, without the MPNet NER's own encoder pass: less t
     python benchmarks/joint_cost.py [--encoders minilm,mpnet] [--rounds 3] [--steps 20]
         [--joint RUN --pipeline RUN --ner FOLDER] [--spert data/conll04_spert] [--pairs data/conll04]
 
+``--training_only``: the passes and training tables alone; ``ATEN_CPU_CAPABILITY=avx2 python benchmarks/joint_cost.py
+--training_only --precision 32-true`` is what an AVX2-only machine (no bf16 instructions) takes, on this one.
+
 ``--quick``: tiny BERT and tiny MPNet encoders, the tiny joint corpus in SpERT's layout (tests/joint_corpus.py) and
 its pairs, two steps, one round, every row in this process: a smoke test, not a measurement.
 """
@@ -405,8 +408,9 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
 def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), rounds: int = 3, steps: int = 20,
         warmup: int = 3, threads: int = 2, joint: Path | None = None, pipeline: Path | None = None,
         ner: str | None = None, spert: Path = SPERT_DIR, pairs: Path = PAIRS_DIR,
-        precision: str = "auto") -> list[Table]:
-    """The three tables; quick mode: tiny encoders and corpus, two steps after one warm-up, one round."""
+        precision: str = "auto", extraction: bool = True) -> list[Table]:
+    """The three tables (``extraction``: False leaves the extraction table out); quick mode: tiny encoders and
+    corpus, two steps after one warm-up, one round."""
     if quick:
         rounds, steps, warmup = 1, 2, 1
     why = "as --precision asked"
@@ -423,9 +427,11 @@ def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), ro
             table.add("all rows", "skipped")
             table.notes += [inputs, machine_line()]
             return [table]
-        return [passes_table(inputs),
-                training_table(inputs, list(encoders), rounds, steps, warmup, quick, precision, why),
-                extraction_table(inputs, work, quick, rounds, threads, joint, pipeline, ner)]
+        tables = [passes_table(inputs),
+                  training_table(inputs, list(encoders), rounds, steps, warmup, quick, precision, why)]
+        if extraction:
+            tables.append(extraction_table(inputs, work, quick, rounds, threads, joint, pipeline, ner))
+        return tables
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -444,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads of the extraction rows (default 2)")
     parser.add_argument("--precision", choices=("auto", "32-true", "bf16-mixed"), default="auto",
                         help="training rows (auto: bf16-mixed where the CPU has bf16 instructions, else 32-true)")
+    parser.add_argument("--training_only", action="store_true", help="the passes and training tables alone (e.g. "
+                        "under ATEN_CPU_CAPABILITY=avx2 --precision 32-true: what an AVX2-only machine takes)")
     parser.add_argument("--joint", type=Path, default=None, help="a trained joint MPNet run (tacred fit --config "
                                                                  "configs/conll04/joint_mpnet.yaml)")
     parser.add_argument("--pipeline", type=Path, default=None, help="a trained MPNet relation run (configs/conll04.yaml "
@@ -468,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--joint and --pipeline go together (a trained model beside a stand-in compares nothing)")
     tables = run(quick=args.quick, encoders=encoders, rounds=args.rounds, steps=args.steps, warmup=max(args.warmup, 0),
                  threads=args.threads, joint=args.joint, pipeline=args.pipeline, ner=args.ner, spert=args.spert,
-                 pairs=args.pairs, precision=args.precision)
+                 pairs=args.pairs, precision=args.precision, extraction=not args.training_only)
     print("\n".join(t.render() for t in tables))
     return 0
 
