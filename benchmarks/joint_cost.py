@@ -472,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     for flag in ("joint", "pipeline"):
         if getattr(args, flag) is not None and not getattr(args, flag).exists():
             parser.error(f"--{flag} {getattr(args, flag)}: not found")
+    if args.training_only and (args.joint or args.pipeline or args.ner):
+        parser.error("--training_only measures no extraction: leave out --joint, --pipeline and --ner")
     if bool(args.joint) != bool(args.pipeline):
         parser.error("--joint and --pipeline go together (a trained model beside a stand-in compares nothing)")
     tables = run(quick=args.quick, encoders=encoders, rounds=args.rounds, steps=args.steps, warmup=max(args.warmup, 0),

@@ -75,7 +75,7 @@ def port_in_use(host: str, port: int) -> str | None:
 def _check(args: argparse.Namespace) -> str:
     """Every option and file checked before a process starts; the model path to serve."""
     from tacred.checkpoints import read_checkpoint
-    from tacred.devices import torch_device
+    from tacred.devices import model_device
     from tacred.errors import ConfigError
     from tacred.evaluation.decision import describe_threshold, load_threshold  # numpy only: torch loads later
     from tacred.inference.api import resolve_model
@@ -99,16 +99,12 @@ def _check(args: argparse.Namespace) -> str:
     check_spacy_name(args.spacy_model)
     if args.threshold is not None:
         load_threshold(args.threshold)
-    if source.kind == "export":  # ONNX Runtime's view of CUDA, not torch's
-        from tacred.devices import onnx_providers
-
-        args.device = onnx_providers(args.device)[0]
-    else:
-        args.device = torch_device(args.device)
-        if source.kind == "checkpoint":
-            read_checkpoint(source.path)  # a clear error now rather than a worker that fails to start
-        else:
-            shipped_info(str(source))
+    # the rule load_model follows: ONNX Runtime's view of CUDA for an exported folder, torch's for a checkpoint
+    args.device = model_device(args.device, onnx=source.kind == "export")[0]
+    if source.kind == "checkpoint":
+        read_checkpoint(source.path)  # a clear error now rather than a worker that fails to start
+    elif source.kind == "shipped":
+        shipped_info(str(source))
     model = str(source)
     if args.threshold is None:  # a tuned threshold.json beside the model, as load_model takes it
         args.threshold = source.tuned_threshold

@@ -23,7 +23,13 @@ from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
 from tacred.inference.outputs import Prediction
 from tacred.inference.predictor import Predictor
-from tacred.inference.sources import EXPORT_META, THRESHOLD_FILE, ModelSource, model_checkpoint, resolve_model
+from tacred.inference.sources import (
+    PREDICTOR_FILE,
+    THRESHOLD_FILE,
+    ModelSource,
+    model_checkpoint,
+    resolve_model,
+)
 from tacred.ner.training import chosen_ner
 
 if TYPE_CHECKING:
@@ -55,7 +61,7 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
     if kind == "onnx_joint":
         from tacred.inference.onnx_joint import OnnxJointPredictor
 
-        return OnnxJointPredictor(source.path, source.contents[EXPORT_META], resolved, providers, threshold,
+        return OnnxJointPredictor(source.path, source.contents[PREDICTOR_FILE], resolved, providers, threshold,
                                   **options)
     if kind == "joint":
         from tacred.inference.joint import JointPredictor
@@ -70,7 +76,7 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
         from tacred.inference.onnx_backend import OnnxBackend
 
         backend = OnnxBackend(source.path / "model.onnx", resolved, providers,
-                              source.contents[EXPORT_META].get("output", "probabilities"))
+                              source.contents[PREDICTOR_FILE].get("output", "probabilities"))
     else:
         from tacred.inference.trained import torch_backend
 

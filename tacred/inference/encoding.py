@@ -148,9 +148,10 @@ class MarkedEncoder(WordEncoder):
 ENCODERS: dict[str, Callable[[Vocabularies], InputEncoder]] = {"words": WordEncoder, "typed_markers": MarkedEncoder}
 
 
-def default_encoder(vocab: Mapping[str, Any]) -> str:
-    """The encoder of a model whose metadata names none: the transformer's when its vocabularies hold a tokenizer."""
-    return "typed_markers" if vocab.get("tokenizer") else "words"
+def encoder_kind(meta: Mapping[str, Any] | None, vocab: Mapping[str, Any]) -> str:
+    """The input encoder a model's metadata names (``predictor.json``, a checkpoint's ``tacred_predictor``); for a
+    model whose metadata names none, the transformer's when its vocabularies hold a tokenizer, else ``words``."""
+    return (meta or {}).get("encoder") or ("typed_markers" if vocab.get("tokenizer") else "words")
 
 
 def build_encoder(kind: str, vocab: Vocabularies, source: str) -> InputEncoder:

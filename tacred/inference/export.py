@@ -286,9 +286,11 @@ def _write(out: Path, final: Path, fmt: str, model: Any, source: ModelSource, fa
 
     from tacred.data.batching import encode_split, probe_examples
     from tacred.data.examples import load_examples
+    from tacred.inference.sources import EXPORT_VOCAB, THRESHOLD_FILE
+
     vocab: Vocabularies = model.vocab
     torch.save(model.net.state_dict(), out / "weights.pt")
-    vocab.save(out / "vocab.json")
+    vocab.save(out / EXPORT_VOCAB)
     (out / "labels.json").write_text(json.dumps(vocab.labels.itos, ensure_ascii=False, indent=0), encoding="utf-8")
     (out / "network.json").write_text(json.dumps(dict(facts["hyper_parameters"]), indent=1, default=str),
                                       encoding="utf-8")
@@ -297,9 +299,9 @@ def _write(out: Path, final: Path, fmt: str, model: Any, source: ModelSource, fa
     (out / PREDICTOR_FILE).write_text(json.dumps(predictor | ({"quantization": quantize} if quantize else {})),
                                       encoding="utf-8")
     (out / "config.yaml").write_text(yaml.safe_dump(facts["config"], sort_keys=False), encoding="utf-8")
-    tuned = source.threshold_folder / "threshold.json"  # `tacred threshold tune`'s, used by load_model on the folder too
-    if tuned.is_file():
-        shutil.copy2(tuned, out / "threshold.json")
+    tuned = source.tuned_threshold  # `tacred threshold tune`'s, used by load_model on the folder too
+    if tuned is not None:
+        shutil.copy2(tuned, out / THRESHOLD_FILE)
     from tacred.ner.training import NER_FOLDER, saved_ner
 
     ner = saved_ner(source.ner_folders)  # `tacred ner train`'s, used by load_model too

@@ -3,13 +3,9 @@ onnxruntime alone, neither torch nor Lightning, under the same contract as ``loa
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-
-from tacred.checkpoints import CheckpointError
 
 PREDICTOR_FILE = "predictor.json"  # {"format": 1, "encoder": "words", "output": "probabilities"}
 
@@ -31,10 +27,3 @@ class OnnxBackend:
 
     def probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run([self.output], {name: arrays[name] for name in self.inputs})[0]
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise CheckpointError(f"{path}: cannot be read as JSON ({err})") from None

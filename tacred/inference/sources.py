@@ -6,19 +6,19 @@ as given. No torch is imported here, but to read a checkpoint."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tacred.checkpoints import CheckpointError, read_checkpoint, resolve_checkpoint
 from tacred.data.joint_batching import JOINT_KEY
-from tacred.inference.encoding import default_encoder
+from tacred.inference.encoding import encoder_kind
+from tacred.inference.onnx_backend import PREDICTOR_FILE
 from tacred.inference.shipped import named_model, shipped_checkpoint
+from tacred.io import read_json
 
 THRESHOLD_FILE = "threshold.json"  # what `tacred threshold tune` writes beside a checkpoint
 EXPORT_GRAPH = "model.onnx"  # what makes a folder an exported model
-EXPORT_META = "predictor.json"  # an exported folder's description: {"format": 1, "encoder": ..., "kind": ...}
 EXPORT_VOCAB = "vocab.json"  # an exported relation classifier's vocabularies
 
 
@@ -41,7 +41,7 @@ class ModelSource:
         if self.contents is None:
             raise ValueError(f"{self.path}: not read (resolve_model(..., read=True))")
         if self.kind == "export":
-            return "onnx_joint" if self.contents[EXPORT_META].get("kind") == "joint" else "onnx"
+            return "onnx_joint" if self.contents[PREDICTOR_FILE].get("kind") == "joint" else "onnx"
         if isinstance(self.contents.get(JOINT_KEY), dict):
             return "joint"
         if not isinstance(self.contents.get("tacred_vocab"), dict):
@@ -57,8 +57,8 @@ class ModelSource:
     def encoder_kind(self) -> str:
         """A relation classifier's input encoder (:data:`tacred.inference.encoding.ENCODERS`), as its metadata names
         it: ``predictor.json``'s ``encoder``, a checkpoint's ``tacred_predictor``."""
-        meta = self.contents[EXPORT_META] if self.kind == "export" else self.contents.get("tacred_predictor")
-        return (meta or {}).get("encoder") or default_encoder(self.saved_vocab)
+        meta = self.contents[PREDICTOR_FILE] if self.kind == "export" else self.contents.get("tacred_predictor")
+        return encoder_kind(meta, self.saved_vocab)
 
     @property
     def threshold_folder(self) -> Path:
@@ -93,13 +93,16 @@ def resolve_model(path: str | Path, read: bool = False) -> ModelSource:
     if shipped is not None:
         return ModelSource("shipped", shipped, name, shipped_checkpoint(name) if read else None)
     if folder.is_dir() and (folder / EXPORT_GRAPH).is_file():
-        contents: dict[str, Any] = {EXPORT_META: {}, EXPORT_VOCAB: None}
-        for name in (EXPORT_META, EXPORT_VOCAB) if read else ():
-            file = folder / name  # predictor.json: folders exported before it existed hold the word encoder
-            if not file.is_file() and (name == EXPORT_META or contents[EXPORT_META].get("kind") == "joint"):
-                continue  # a joint folder keeps its types in predictor.json and its tokenizer in tokenizer.json
+        contents: dict[str, Any] = {PREDICTOR_FILE: {}, EXPORT_VOCAB: None}
+        for name in (PREDICTOR_FILE, EXPORT_VOCAB) if read else ():
+            file = folder / name
+            # folders exported before predictor.json existed hold the word encoder; a joint folder keeps its types in
+            # predictor.json and its tokenizer in tokenizer.json, no vocab.json
+            optional = name == PREDICTOR_FILE or contents[PREDICTOR_FILE].get("kind") == "joint"
+            if optional and not file.is_file():
+                continue
             try:
-                contents[name] = json.loads(file.read_text(encoding="utf-8"))
+                contents[name] = read_json(file)
             except (OSError, ValueError) as err:
                 raise CheckpointError(f"{file}: cannot be read as JSON ({err})") from None
             if not isinstance(contents[name], dict):

@@ -215,11 +215,11 @@ def load_checkpoint_predictor(checkpoint: dict[str, Any], path: str | Path, devi
     """A :class:`~tacred.inference.predictor.Predictor` for a tacred checkpoint's read contents (``path`` names them
     in messages) on the torch ``device`` (resolved); ``options``: those of ``Predictor``. ``load_model`` builds the
     same from the same parts (:func:`tacred.inference.api.open_model`)."""
-    from tacred.inference.encoding import build_encoder, default_encoder
+    from tacred.inference.encoding import build_encoder, encoder_kind
     from tacred.inference.predictor import Predictor
 
     vocab = saved_vocabularies(checkpoint, path)
-    kind = (checkpoint.get("tacred_predictor") or {}).get("encoder") or default_encoder(checkpoint["tacred_vocab"])
+    kind = encoder_kind(checkpoint.get("tacred_predictor"), checkpoint["tacred_vocab"])
     return Predictor(build_encoder(kind, vocab, str(path)), torch_backend(checkpoint, vocab, path, device), **options)
 
 
