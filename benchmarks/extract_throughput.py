@@ -226,8 +226,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
     else:
         from tacred.extraction.documents import Document
         from tacred.extraction.output import Totals
-        from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
-        from tacred.extraction.runner import run_extraction
+        from tacred.extraction.runner import DocumentExtractor, ExtractorSettings, run_extraction
 
         settings = ExtractorSettings(ckpt_path=task["ckpt"], device="cpu", num_threads=1)
         counted = {"documents": 0, "sentences": 0, "pairs": 0}

@@ -151,8 +151,7 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
     else:
         from tacred.extraction.documents import Document
         from tacred.extraction.output import Totals
-        from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
-        from tacred.extraction.runner import run_extraction
+        from tacred.extraction.runner import DocumentExtractor, ExtractorSettings, run_extraction
 
         settings = ExtractorSettings(ckpt_path=task["ckpt"], device="cpu", num_threads=task["threads"],
                                      ner=task.get("ner") or "auto", one_sentence=task["one_sentence"])

@@ -157,10 +157,9 @@ def _extract(args: argparse.Namespace) -> int:
     from tacred.errors import TacredError, report
     from tacred.extraction.documents import read_documents
     from tacred.extraction.output import ShardSink, StdoutSink
-    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
     from tacred.extraction.progress import Progress, count_documents
     from tacred.extraction.ray_engine import RayPipelineError
-    from tacred.extraction.runner import run_extraction
+    from tacred.extraction.runner import DocumentExtractor, ExtractorSettings, run_extraction
     from tacred.io import left_as_found
     from tacred.training.quiet import tacred_log_lines
 

@@ -6,9 +6,10 @@ standard output or resumable shards, in one process, several or on Ray; the shar
 base (`tacred kb`). docs/architecture.md follows one document from ``tacred extract`` to the output file."""
 
 from tacred.extraction.documents import BadDocument, Document, read_documents
-from tacred.extraction.pipeline import DocumentExtractor, Extraction, ExtractorSettings
+from tacred.extraction.pipeline import Extraction
 from tacred.extraction.postprocess import DocumentResult, Relation
 from tacred.extraction.preprocess import Mention
+from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
 
 __all__ = ["BadDocument", "Document", "DocumentExtractor", "DocumentResult", "Extraction", "ExtractorSettings",
            "Mention", "Relation", "read_documents"]

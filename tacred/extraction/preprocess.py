@@ -1,6 +1,6 @@
 """Extraction's first step: raw text → what a model is asked. spaCy cuts sentences and words (and, for a model that
 classifies given pairs, finds the entities and tags); each sentence within the limits becomes a :class:`Sentence`,
-and for a per-pair model its candidate pairs: which mentions a model may pair (:class:`PairRule`, from its labels),
+and for a per-pair model its candidate pairs: which mentions a model may pair (:func:`~tacred.relation_types.schema.pair_rule`, from its labels),
 the mentions themselves (named entities, and the head nouns of noun phrases for nominal pairs), and the ordered
 pairs that the relation signatures leave, at most ``max_pairs`` a text, the closest first.
 
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tacred.inference.input_rules import MAX_PAIRS, InputError
-from tacred.relation_types.schema import is_directed, split_direction
+from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, InputError
+from tacred.relation_types.schema import PairRule, pair_rule, split_direction
 from tacred.relation_types.signatures import Signatures
-from tacred.text.spacy_pipeline import NOMINAL, map_ner, map_pos
+from tacred.text.spacy_pipeline import NOMINAL, load_spacy, map_ner, map_pos
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUBJECT_TYPES = {"per:": "PERSON", "org:": "ORGANIZATION"}
 ONE_SENTENCE = "tacred_one_sentence"  # the spaCy component that makes each text one sentence
 # what spaCy's English pipelines hold beyond the tokenizer: none of it is needed to cut sentences and words
 NOT_NEEDED = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner", "senter", "morphologizer"]
@@ -68,31 +67,6 @@ class TextSteps:
         return nlp
 
 
-def text_pipeline(model: Any, spacy_model: str | None, max_chars: int, one_sentence: bool = False,
-                  nominals: bool = False) -> Language:
-    """The spaCy pipeline that relations in plain text need and no more, loaded once per process and kind by
-    :func:`tacred.text.spacy_pipeline.load_spacy` (a worker process loads its own): sentence boundaries (the
-    rule-based sentencizer unless nominal pairs need the parser; ``one_sentence``: none, each text is one sentence)
-    and words; for a model of given pairs also the entities (spaCy's own, or the trained NER of ``model.ner`` in
-    its place) and the tagger when it reads POS tags (a joint model finds its own entities: the tokenizer alone);
-    texts up to ``max_chars`` characters; ``nominals``: the model's pair rule asks nominal pairs (:func:`pair_rule`),
-    which the parser finds."""
-    from tacred.text.spacy_pipeline import load_spacy
-
-    if getattr(model, "kind", None) == "joint":
-        exclude, steps = NOT_NEEDED, TextSteps(None, one_sentence)
-    else:
-        exclude = ["lemmatizer"]
-        if not nominals:
-            exclude += ["parser", "attribute_ruler"]
-            if model.encoder.kind != "words":  # the transformer reads no POS tags
-                exclude += ["tagger", "tok2vec"]
-        steps = TextSteps(getattr(model, "ner", None), one_sentence)
-    nlp = load_spacy(spacy_model or None, exclude, steps)
-    nlp.max_length = max(nlp.max_length, max_chars + 1)
-    return nlp
-
-
 # -- which pairs are asked ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Mention:
@@ -102,31 +76,6 @@ class Mention:
     start: int
     end: int
     type: str
-
-
-@dataclass(frozen=True)
-class PairRule:
-    """Which mentions may be subjects and objects (None: any mention either way); ``nominals``: head nouns of noun
-    phrases are mentions too; ``both_orders``: each unordered pair is asked in both orders (directed labels)."""
-
-    subject_types: frozenset[str] | None
-    object_types: frozenset[str] | None
-    nominals: bool = False
-    both_orders: bool = False
-
-
-def pair_rule(labels: Sequence[str], no_relation: str, known_types: set[str] | None) -> PairRule:
-    """TACRED-style typed pairs when every relation is ``per:``/``org:``; nominal pairs otherwise; unordered pairs
-    asked both ways when the labels carry their direction."""
-    relations = [label for label in labels if label != no_relation]
-    prefixes = {label[:4] for label in relations}
-    typed = bool(relations) and prefixes <= set(SUBJECT_TYPES)
-    if is_directed(relations):
-        return PairRule(None, None, nominals=not typed, both_orders=True)
-    if typed:
-        objects = frozenset(known_types) if known_types else None
-        return PairRule(frozenset(SUBJECT_TYPES[p] for p in prefixes), objects)
-    return PairRule(None, None, nominals=True)
 
 
 class SignatureFilter:
@@ -299,21 +248,40 @@ class Prepared:
 
 
 class Preprocessor:
-    """Sentences and candidate pairs of spaCy docs for one model (its pair rule and signature filter built once).
-    ``signatures``: filter by the model's relation signatures; ``warn``: say when the model holds none."""
+    """Sentences and candidate pairs of raw texts for one model, with what it needs built once: the relation
+    signatures' filter, the pair rule (:func:`~tacred.relation_types.schema.pair_rule`) and the spaCy pipeline
+    (:attr:`nlp`) that relations in plain text need and no more, loaded once per process and kind by
+    :func:`tacred.text.spacy_pipeline.load_spacy` (a worker process loads its own): sentence boundaries (the
+    rule-based sentencizer unless nominal pairs need the parser; ``one_sentence``: none, each text is one sentence)
+    and words; for a model of given pairs also the entities (spaCy's own, or the trained NER of ``model.ner`` in its
+    place) and the tagger when it reads POS tags (a joint model finds its own entities: the tokenizer alone); texts
+    up to ``max_chars`` characters. ``signatures``: filter by the model's relation signatures; ``warn``: say when
+    the model holds none."""
 
-    def __init__(self, model: Any, max_pairs: int = MAX_PAIRS, signatures: bool = True, warn: bool = True) -> None:
+    def __init__(self, model: Any, spacy_model: str | None = None, max_chars: int = MAX_CHARACTERS,
+                 one_sentence: bool = False, max_pairs: int = MAX_PAIRS, signatures: bool = True,
+                 warn: bool = True) -> None:
         if max_pairs < 1:
             raise InputError(f"max_pairs must be at least 1, got {max_pairs}")
         self.max_pairs = max_pairs
         self.max_tokens = model.max_tokens
         self.joint = getattr(model, "kind", None) == "joint"
-        if not self.joint:
+        if self.joint:
+            exclude, steps = NOT_NEEDED, TextSteps(None, one_sentence)
+        else:
             no_relation = model.encoder.no_relation
-            self.rule = pair_rule(model.labels, no_relation, getattr(model.encoder, "object_types", None))
             vocab = getattr(model.encoder, "vocab", None)
             self.types = SignatureFilter(getattr(vocab, "signatures", None), model.labels, no_relation, signatures,
                                          warn)
+            self.rule = pair_rule(model.labels, no_relation, getattr(model.encoder, "object_types", None))
+            exclude = ["lemmatizer"]
+            if not self.rule.nominals:  # nominal pairs' noun phrases come from the parser
+                exclude += ["parser", "attribute_ruler"]
+                if model.encoder.kind != "words":  # the transformer reads no POS tags
+                    exclude += ["tagger", "tok2vec"]
+            steps = TextSteps(getattr(model, "ner", None), one_sentence)
+        self.nlp = load_spacy(spacy_model or None, exclude, steps)
+        self.nlp.max_length = max(self.nlp.max_length, max_chars + 1)
 
     def __call__(self, docs: Iterable[Doc], names: Sequence[str]) -> Prepared:
         """The sentences and pairs of ``docs`` (``names``: how warnings name each text)."""

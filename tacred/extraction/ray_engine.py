@@ -23,7 +23,7 @@ from typing import Any
 from tacred.errors import TacredError
 from tacred.extraction.documents import InputFormatError, folder_files, format_of
 from tacred.extraction.output import ShardSink, Totals
-from tacred.extraction.pipeline import ExtractorSettings
+from tacred.extraction.runner import ExtractorSettings
 
 
 class RayEngineError(TacredError, RuntimeError):

@@ -34,8 +34,8 @@ from tacred.extraction.documents import (
     parquet_documents,
 )
 from tacred.extraction.output import chunk_result, write_chunk
-from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
 from tacred.extraction.postprocess import DocumentResult
+from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
 
 ACTORS_LOG = "actors.log"  # one JSON line per actor of the pool: its node, process and model load time
 _DOCUMENT = pa.struct([("id", pa.string()), ("text", pa.string()), ("source", pa.string()), ("reason", pa.string())])

@@ -10,7 +10,7 @@ types as labels; ``transformer`` fine-tunes a Hugging Face encoder (the packaged
 any local model folder) under a new transition-based NER, its pieces' vectors averaged per spaCy token
 (:mod:`tacred.text.ner_encoder`; weights and tokenizer read from the folder, so nothing is fetched). The saved
 folder (``<out>/model-best``) holds :data:`TYPES_FILE`: the map from the dataset's types to the entity types the
-relation model was trained with, which ``tacred extract`` applies (:func:`tacred.extraction.preprocess.text_pipeline`).
+relation model was trained with, which ``tacred extract`` applies (:class:`tacred.extraction.preprocess.Preprocessor`).
 """
 
 from __future__ import annotations

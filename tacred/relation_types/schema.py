@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 _DIRECTED = re.compile(r"^(?P<base>.+)\((?P<args>e1,e2|e2,e1)\)$")
 
@@ -103,6 +104,32 @@ def split_direction(label: str) -> tuple[str, str | None]:
 def is_directed(labels: Sequence[str]) -> bool:
     """Whether the label set writes direction into its labels."""
     return any(split_direction(label)[1] is not None for label in labels)
+
+
+@dataclass(frozen=True)
+class PairRule:
+    """Which mentions may be subjects and objects (None: any mention either way); ``nominals``: head nouns of noun
+    phrases are mentions too; ``both_orders``: each unordered pair is asked in both orders (directed labels)."""
+
+    subject_types: frozenset[str] | None
+    object_types: frozenset[str] | None
+    nominals: bool = False
+    both_orders: bool = False
+
+
+def pair_rule(labels: Sequence[str], no_relation: str, known_types: set[str] | None) -> PairRule:
+    """Which mentions a label set pairs: TACRED-style typed pairs when every relation is ``per:``/``org:`` (the
+    subject typed by the prefix, the object any of ``known_types``); nominal pairs otherwise; unordered pairs asked
+    both ways when the labels carry their direction."""
+    relations = [label for label in labels if label != no_relation]
+    prefixes = {label[:4] for label in relations}
+    typed = bool(relations) and prefixes <= set(SUBJECT_BY_PREFIX)
+    if is_directed(relations):
+        return PairRule(None, None, nominals=not typed, both_orders=True)
+    if typed:
+        objects = frozenset(known_types) if known_types else None
+        return PairRule(frozenset(SUBJECT_BY_PREFIX[p] for p in prefixes), objects)
+    return PairRule(None, None, nominals=True)
 
 
 def slot_pairs(relation: str) -> frozenset[tuple[str, str]] | None:

@@ -114,7 +114,7 @@ class ExtractAPI(ModelAPI):
     signatures = True  # filter by the model's relation signatures, as tacred extract does by default
 
     def setup(self, device: str) -> None:
-        from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+        from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
         from tacred.text.spacy_pipeline import SpacyModelError
 
         settings = ExtractorSettings(str(self.ckpt_path), device=device, threshold=self.threshold,

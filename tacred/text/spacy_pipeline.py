@@ -80,7 +80,7 @@ def load_spacy(name: str | None = None, exclude: Sequence[str] = (),
                finish: Callable[[Language], Language] | None = None) -> Language:
     """Load the spaCy pipeline ``name`` or the first installed of ``DEFAULT_MODELS``, without the components in
     ``exclude``; ``finish`` completes the freshly loaded pipeline (raw text's trained NER and sentencizer:
-    :func:`tacred.extraction.preprocess.text_pipeline`). Loaded once per process and (name, exclude, finish), so
+    :class:`tacred.extraction.preprocess.Preprocessor`). Loaded once per process and (name, exclude, finish), so
     ``finish`` must be hashable: the one cache of the pipelines that convert, annotate, predict and extract read."""
     import spacy
 

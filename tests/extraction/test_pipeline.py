@@ -90,7 +90,7 @@ SEMEVAL = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)"]
 
 
 def test_directed_labels_give_one_fact_per_pair_in_the_relations_own_order(nlp, caplog):
-    from tacred.extraction.preprocess import pair_rule
+    from tacred.relation_types.schema import pair_rule
 
     assert pair_rule(SEMEVAL, "Other", None) == pair_rule(SEMEVAL, "Other", None).__class__(
         None, None, nominals=True, both_orders=True)
@@ -194,7 +194,7 @@ def test_the_api_and_tacred_extract_read_text_with_one_pipeline_and_agree(model,
     """``m.extract`` runs the trimmed pipeline of ``tacred extract`` (no parser for a model without nominal pairs),
     so the two find the same relations in the same text."""
     from tacred.extraction.documents import Document
-    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+    from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
 
     text_nlp = model.extraction().nlp
     assert "parser" not in text_nlp.pipe_names and "sentencizer" in text_nlp.pipe_names

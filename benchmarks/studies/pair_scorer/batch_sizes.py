@@ -16,7 +16,7 @@ from benchmarks.studies.pair_scorer.time_pair_scorer import SETS, recorded_batch
 
 
 def main(work: Path, sizes: list[int], rounds: int = 3) -> None:
-    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+    from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
 
     torch.set_num_threads(1)
     recorded = {}

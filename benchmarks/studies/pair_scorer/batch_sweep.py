@@ -19,8 +19,7 @@ from benchmarks import extract_throughput as et
 from tacred.datasets.synthetic import write_corpus
 from tacred.extraction.documents import Document
 from tacred.extraction.output import Totals
-from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
-from tacred.extraction.runner import run_extraction
+from tacred.extraction.runner import DocumentExtractor, ExtractorSettings, run_extraction
 
 
 class CountingSink:

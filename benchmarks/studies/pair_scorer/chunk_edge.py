@@ -23,7 +23,7 @@ def main(work: Path, documents: int = 600) -> None:
     import tacred.extraction.postprocess as answers
     from tacred.extraction.documents import Document
     from tacred.extraction.output import read_mentions
-    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+    from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
 
     print("tacred:", Path(tacred.__file__).parent)
     work.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ def source_of(name: str) -> Path | None:
 
 
 def extractor(work: Path):
-    from tacred.extraction.pipeline import DocumentExtractor, ExtractorSettings
+    from tacred.extraction.runner import DocumentExtractor, ExtractorSettings
 
     settings = ExtractorSettings(ckpt_path=str(work / "paper" / "checkpoints" / "best.ckpt"), device="cpu",
                                  num_threads=1)
