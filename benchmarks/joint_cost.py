@@ -21,8 +21,9 @@ stock NER (its candidate pairs, without the MPNet NER's own encoder pass: less t
     python benchmarks/joint_cost.py [--encoders minilm,mpnet] [--rounds 3] [--steps 20]
         [--joint RUN --pipeline RUN --ner FOLDER] [--spert data/conll04_spert] [--pairs data/conll04]
 
-``--training_only``: the passes and training tables alone; ``ATEN_CPU_CAPABILITY=avx2 python benchmarks/joint_cost.py
---training_only --precision 32-true`` is what an AVX2-only machine (no bf16 instructions) takes, on this one.
+``--extraction_only``: the extraction table alone. ``--training_only``: the passes and training tables alone;
+``ATEN_CPU_CAPABILITY=avx2 python benchmarks/joint_cost.py --training_only --precision 32-true`` is what an AVX2-only
+machine (no bf16 instructions) takes, on this one.
 
 ``--quick``: tiny BERT and tiny MPNet encoders, the tiny joint corpus in SpERT's layout (tests/joint_corpus.py) and
 its pairs, two steps, one round, every row in this process: a smoke test, not a measurement.
@@ -407,9 +408,9 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
 def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), rounds: int = 3, steps: int = 20,
         warmup: int = 3, threads: int = 2, joint: Path | None = None, pipeline: Path | None = None,
         ner: str | None = None, spert: Path = SPERT_DIR, pairs: Path = PAIRS_DIR,
-        precision: str = "auto", extraction: bool = True) -> list[Table]:
-    """The three tables (``extraction``: False leaves the extraction table out); quick mode: tiny encoders and
-    corpus, two steps after one warm-up, one round."""
+        precision: str = "auto", extraction: bool = True, training: bool = True) -> list[Table]:
+    """The three tables (``extraction``: False leaves the extraction table out; ``training``: False leaves the passes
+    and training tables out); quick mode: tiny encoders and corpus, two steps after one warm-up, one round."""
     if quick:
         rounds, steps, warmup = 1, 2, 1
     why = "as --precision asked"
@@ -427,7 +428,7 @@ def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), ro
             table.notes += [inputs, machine_line()]
             return [table]
         tables = [passes_table(inputs),
-                  training_table(inputs, list(encoders), rounds, steps, warmup, quick, precision, why)]
+                  training_table(inputs, list(encoders), rounds, steps, warmup, quick, precision, why)] if training else []
         if extraction:
             tables.append(extraction_table(inputs, work, quick, rounds, threads, joint, pipeline, ner))
         return tables
@@ -451,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="training rows (auto: bf16-mixed where the CPU has bf16 instructions, else 32-true)")
     parser.add_argument("--training_only", action="store_true", help="the passes and training tables alone (e.g. "
                         "under ATEN_CPU_CAPABILITY=avx2 --precision 32-true: what an AVX2-only machine takes)")
+    parser.add_argument("--extraction_only", action="store_true", help="the extraction table alone (trained models "
+                        "given by --joint, --pipeline and --ner)")
     parser.add_argument("--joint", type=Path, default=None, help="a trained joint MPNet run (tacred fit --config "
                                                                  "configs/conll04/joint_mpnet.yaml)")
     parser.add_argument("--pipeline", type=Path, default=None, help="a trained MPNet relation run (configs/conll04.yaml "
@@ -473,11 +476,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{flag} {getattr(args, flag)}: not found")
     if args.training_only and (args.joint or args.pipeline or args.ner):
         parser.error("--training_only measures no extraction: leave out --joint, --pipeline and --ner")
+    if args.training_only and args.extraction_only:
+        parser.error("--training_only and --extraction_only leave nothing to measure together: give one")
     if bool(args.joint) != bool(args.pipeline):
         parser.error("--joint and --pipeline go together (a trained model beside a stand-in compares nothing)")
     tables = run(quick=args.quick, encoders=encoders, rounds=args.rounds, steps=args.steps, warmup=max(args.warmup, 0),
                  threads=args.threads, joint=args.joint, pipeline=args.pipeline, ner=args.ner, spert=args.spert,
-                 pairs=args.pairs, precision=args.precision, extraction=not args.training_only)
+                 pairs=args.pairs, precision=args.precision, extraction=not args.training_only,
+                 training=not args.extraction_only)
     print("\n".join(t.render() for t in tables))
     return 0
 

@@ -59,3 +59,25 @@ def test_extraction_rows_cover_both_document_sets_and_say_what_they_ran(quick_ou
     assert all(r[4].startswith("≥ 5×: ") and r[4].endswith("(stand-ins)") for r in rows[2::3])
     assert "stand-in: untrained" in rows[1][1] and "stock NER" in rows[2][1]
     assert "stand-ins (no --joint/--pipeline given)" in quick_output
+
+
+def _quick(*flags: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "joint_cost.py"), "--quick", *flags], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize(("flag", "titles"), [
+    ("--training_only", ["encoder passes per training epoch", "training seconds per epoch"]),
+    ("--extraction_only", ["extraction sentences/s"]),
+])
+def test_one_part_alone(flag: str, titles: list[str]) -> None:
+    ran = _quick(flag)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    printed = [line for line in ran.stdout.splitlines() if line.startswith("### ")]
+    assert len(printed) == len(titles) and all(t in line for t, line in zip(titles, printed, strict=True))
+
+
+def test_both_parts_alone_is_refused() -> None:
+    ran = _quick("--training_only", "--extraction_only")
+    assert ran.returncode == 2 and "leave nothing to measure" in ran.stderr
