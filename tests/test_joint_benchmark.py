@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO
 from tests.test_benchmarks import table_rows
 
-pytestmark = pytest.mark.slow  # two tiny trainings, eight training rows' steps and six extraction rows (~20 s)
+pytestmark = pytest.mark.slow  # two tiny trainings, eight training rows' steps and six extraction rows (~30 s)
 
 
 def _quick(*flags: str) -> subprocess.CompletedProcess[str]:

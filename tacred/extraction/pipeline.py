@@ -16,6 +16,7 @@ from tacred.extraction.preprocess import Preprocessor
 from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS
 
 if TYPE_CHECKING:
+    from spacy.language import Language
     from spacy.tokens import Doc
 
 
@@ -31,7 +32,11 @@ class Extraction:
         self.model = model
         self.joint = getattr(model, "kind", None) == "joint"  # entities and relations from one model
         self.preprocess = Preprocessor(model, spacy_model, max_chars, one_sentence, max_pairs, signatures, warn)
-        self.nlp = self.preprocess.nlp
+
+    @property
+    def nlp(self) -> Language:
+        """The spaCy pipeline the texts go through (the preprocess step's own)."""
+        return self.preprocess.nlp
 
     def __call__(self, texts: Iterable[str], names: Sequence[str], batch_size: int | None = None,
                  ) -> list[TextRelations]:
