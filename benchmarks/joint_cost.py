@@ -21,7 +21,9 @@ stock NER (its candidate pairs, without the MPNet NER's own encoder pass: less t
     python benchmarks/joint_cost.py [--encoders minilm,mpnet] [--rounds 3] [--steps 20]
         [--joint RUN --pipeline RUN --ner FOLDER] [--spert data/conll04_spert] [--pairs data/conll04]
 
-``--extraction_only``: the extraction table alone. ``--training_only``: the passes and training tables alone;
+``--extraction_precisions 32,bf16``: the joint and pipeline rows at each ``tacred extract --precision`` (every
+encoder of a row at it, the pipeline's NER included; default 32). ``--extraction_only``: the extraction table alone.
+``--training_only``: the passes and training tables alone;
 ``ATEN_CPU_CAPABILITY=avx2 python benchmarks/joint_cost.py --training_only --precision 32-true`` is what an AVX2-only
 machine (no bf16 instructions) takes, on this one.
 
@@ -155,7 +157,8 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
         from tacred.extraction.runner import DocumentExtractor, ExtractorSettings, run_extraction
 
         settings = ExtractorSettings(ckpt_path=task["ckpt"], device="cpu", num_threads=task["threads"],
-                                     ner=task.get("ner") or "auto", one_sentence=task["one_sentence"])
+                                     ner=task.get("ner") or "auto", one_sentence=task["one_sentence"],
+                                     precision=task.get("precision"))
         extractor = DocumentExtractor(settings)
         if task.get("no_entities"):  # the untrained joint stand-in: "no entity" wins every span (see the notes)
             out = extractor.predictor.net.entity_out
@@ -341,7 +344,10 @@ def stand_ins(inputs: Inputs, work: Path, quick: bool) -> tuple[Path, Path]:
 
 
 def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threads: int,
-                     joint: Path | None, pipeline: Path | None, ner: str | None) -> Table:
+                     joint: Path | None, pipeline: Path | None, ner: str | None,
+                     extraction_precisions: tuple[str, ...] = ("32",)) -> Table:
+    """The joint and pipeline rows once a precision of ``extraction_precisions`` (``tacred extract --precision``:
+    every encoder of the row at it, the pipeline's NER included), spaCy's row once."""
     import torch
 
     made_joint, made_pairs = (None, None) if joint and pipeline else stand_ins(inputs, work, quick)
@@ -353,34 +359,40 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
     else:
         pipe_label = (f"{mpnet} pipeline, stand-in: untrained {mpnet} relation model per pair behind spaCy's stock "
                       f"NER{' (' + ner + ')' if ner else ''}")
-    rows = [("spacy_tagger", "spaCy NER + tagger", {}),
-            ("joint", joint_label, {"ckpt": str(joint or made_joint), "no_entities": joint is None}),
-            ("pipeline", pipe_label, {"ckpt": str(pipeline or made_pairs),
-                                      "ner": ner if pipeline or ner else "stock"})]
+    rows = [("spacy_tagger", "spaCy NER + tagger", "—", {})]
+    for precision in extraction_precisions:
+        rows += [(f"joint {precision}", joint_label, precision,
+                  {"ckpt": str(joint or made_joint), "no_entities": joint is None, "precision": precision}),
+                 (f"pipeline {precision}", pipe_label, precision,
+                  {"ckpt": str(pipeline or made_pairs), "ner": ner if pipeline or ner else "stock",
+                   "precision": precision})]
     sets = document_sets(inputs, work, quick)
-    measured: dict[tuple[str, str], list[dict[str, Any]]] = {(s, r): [] for s, _, _ in sets for r, _, _ in rows}
+    measured: dict[tuple[str, str], list[dict[str, Any]]] = {(s, r): [] for s, _, _ in sets for r, *_ in rows}
     before = torch.get_num_threads()
     for _ in range(rounds):
         for name, path, one_sentence in sets:
-            for what, _, extra in rows:
+            for what, _, _, extra in rows:
                 task = {"kind": "extract", "what": "spacy_tagger" if what == "spacy_tagger" else "extract",
                         "documents": str(path), "one_sentence": one_sentence, "threads": threads, **extra}
                 measured[(name, what)].append(worker(task) if quick else run_worker(__file__, task))
                 torch.set_num_threads(before)
-    table = Table("Joint vs pipeline: extraction sentences/s (CPU, fp32, one worker)",
-                  ["documents", "pipeline", "sentences/s", "joint ÷ this", "target", "pairs asked per sentence",
-                   "relations per sentence", "peak RSS MiB"])
+    table = Table("Joint vs pipeline: extraction sentences/s (CPU, one worker)",
+                  ["documents", "pipeline", "precision", "sentences/s", "joint ÷ this", "target",
+                   "pairs asked per sentence", "relations per sentence", "peak RSS MiB"])
     for name, _, _ in sets:
-        for what, label, _ in rows:
+        for what, label, precision, _ in rows:
             runs = measured[(name, what)]
-            # the joint row's rate over this row's, round by round (rows minutes apart drift), then the median
+            # the joint row's rate (at this row's precision; spaCy's: the first) over this row's, round by round
+            # (rows minutes apart drift), then the median
+            joint_runs = measured[(name, f"joint {precision if precision != '—' else extraction_precisions[0]}")]
             ratio = statistics.median(j["sentences_per_s"] / r["sentences_per_s"] for j, r in
-                                      zip(measured[(name, "joint")], runs, strict=True) if r["sentences_per_s"])
+                                      zip(joint_runs, runs, strict=True) if r["sentences_per_s"])
             target = ""
-            if what == "pipeline":
+            if what.startswith("pipeline"):
                 met = "met" if ratio >= TARGET_SPEED else "not met"
                 target = f"≥ {TARGET_SPEED:.0f}×: {met}" + ("" if joint and pipeline else " (stand-ins)")
-            table.add(name, label, statistics.median(r["sentences_per_s"] for r in runs), f"{ratio:.2f}×", target,
+            table.add(name, label, precision, statistics.median(r["sentences_per_s"] for r in runs), f"{ratio:.2f}×",
+                      target,
                       statistics.median(r["pairs_per_sentence"] for r in runs) if what != "spacy_tagger" else "—",
                       statistics.median(r["relations_per_sentence"] for r in runs) if what != "spacy_tagger" else "—",
                       statistics.median(r["peak_rss_mib"] for r in runs))
@@ -390,6 +402,9 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
         "(spaCy's tokenizer and sentencizer, then one encoder pass a sentence for entities and relations); "
         "pipeline: `tacred extract --ckpt_path RUN --ner NER` of a per-pair relation checkpoint (the NER once a "
         "sentence, the relation model once a candidate pair).",
+        "precision: `tacred extract --precision` of the row, for every encoder in it (the pipeline's NER too): 32 "
+        "float32, bf16 bfloat16 autocast; a ratio compares the joint model and the pipeline at the same precision "
+        f"(spaCy's row: the joint model at {extraction_precisions[0]}).",
         ("trained models as given." if joint and pipeline else
          "stand-ins (no --joint/--pipeline given): speed depends on the entities found, so an untrained model's "
          "figures are not the trained model's. The joint stand-in finds no entity (its pair scoring left out: a "
@@ -408,7 +423,8 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
 def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), rounds: int = 3, steps: int = 20,
         warmup: int = 3, threads: int = 2, joint: Path | None = None, pipeline: Path | None = None,
         ner: str | None = None, spert: Path = SPERT_DIR, pairs: Path = PAIRS_DIR,
-        precision: str = "auto", extraction: bool = True, training: bool = True) -> list[Table]:
+        precision: str = "auto", extraction: bool = True, training: bool = True,
+        extraction_precisions: tuple[str, ...] = ("32",)) -> list[Table]:
     """The three tables (``extraction``: False leaves the extraction table out; ``training``: False leaves the passes
     and training tables out); quick mode: tiny encoders and corpus, two steps after one warm-up, one round."""
     if quick:
@@ -430,7 +446,8 @@ def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), ro
         tables = [passes_table(inputs),
                   training_table(inputs, list(encoders), rounds, steps, warmup, quick, precision, why)] if training else []
         if extraction:
-            tables.append(extraction_table(inputs, work, quick, rounds, threads, joint, pipeline, ner))
+            tables.append(extraction_table(inputs, work, quick, rounds, threads, joint, pipeline, ner,
+                                           extraction_precisions))
         return tables
 
 
@@ -439,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     if answered_as_worker(argv, worker):
         return 0
     import argparse
+
+    from tacred.devices import PRECISIONS
 
     parser = argparse.ArgumentParser(prog="benchmarks/joint_cost.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny encoders and corpus (a smoke test, not a "
@@ -450,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads of the extraction rows (default 2)")
     parser.add_argument("--precision", choices=("auto", "32-true", "bf16-mixed"), default="auto",
                         help="training rows (auto: bf16-mixed where the CPU has bf16 instructions, else 32-true)")
+    parser.add_argument("--extraction_precisions", default="32",
+                        help="extraction rows: the joint and pipeline rows once for each of these `tacred extract "
+                             "--precision` values, comma-separated (default 32; 32,bf16: both)")
     parser.add_argument("--training_only", action="store_true", help="the passes and training tables alone (e.g. "
                         "under ATEN_CPU_CAPABILITY=avx2 --precision 32-true: what an AVX2-only machine takes)")
     parser.add_argument("--extraction_only", action="store_true", help="the extraction table alone (trained models "
@@ -478,12 +500,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--training_only measures no extraction: leave out --joint, --pipeline and --ner")
     if args.training_only and args.extraction_only:
         parser.error("--training_only and --extraction_only leave nothing to measure together: give one")
+    extraction_precisions = tuple(dict.fromkeys(p for p in args.extraction_precisions.split(",") if p))
+    wrong = [p for p in extraction_precisions if p not in PRECISIONS]
+    if wrong or not extraction_precisions:
+        parser.error(f"--extraction_precisions: unknown {', '.join(wrong) or '(none given)'} (choose from "
+                     f"{', '.join(PRECISIONS)})")
     if bool(args.joint) != bool(args.pipeline):
         parser.error("--joint and --pipeline go together (a trained model beside a stand-in compares nothing)")
     tables = run(quick=args.quick, encoders=encoders, rounds=args.rounds, steps=args.steps, warmup=max(args.warmup, 0),
                  threads=args.threads, joint=args.joint, pipeline=args.pipeline, ner=args.ner, spert=args.spert,
                  pairs=args.pairs, precision=args.precision, extraction=not args.training_only,
-                 training=not args.extraction_only)
+                 training=not args.extraction_only, extraction_precisions=extraction_precisions)
     print("\n".join(t.render() for t in tables))
     return 0
 

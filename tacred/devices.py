@@ -6,14 +6,21 @@ where ``gpu`` means ``cuda``) and are checked by the same rule. A device that is
 
 from __future__ import annotations
 
+from typing import Any
+
 from tacred.errors import TacredError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 DEVICE_HELP = "auto (CUDA when present, else the CPU), cpu, cuda or cuda:N (default auto)"
+PRECISIONS = ("32", "bf16")
+PRECISION_HELP = ("the arithmetic of the run's transformer encoders (a typed-marker or joint model's, a trained NER's): "
+                  "32 (float32) or bf16 (bfloat16 autocast: faster on CPUs with avx512_bf16 or AMX and on GPUs, "
+                  "slower on other CPUs; probabilities move in the second or third decimal); default: each as saved "
+                  "(the relation or joint model float32, a NER as trained). Word-vocabulary networks run float32")
 
 
 class DeviceError(TacredError, ValueError):
-    """A device that is unknown, or asked for and not present on this machine."""
+    """A device (or a precision to run it at) that is unknown, or asked for and not present on this machine."""
 
 
 def resolve_device(asked: str, cuda_devices: int, why_none: str = "no CUDA device is present") -> str:
@@ -109,6 +116,40 @@ def model_device(asked: str, onnx: bool = False) -> tuple[str, list[str | tuple[
     if onnx:
         return onnx_providers(asked)
     return torch_device(asked), []
+
+
+def check_precision(asked: str | None) -> str | None:
+    """``asked`` as one of :data:`PRECISIONS` (None: each model as saved), else a :class:`DeviceError`; no torch."""
+    if asked is None:
+        return None
+    name = str(asked).strip().lower()
+    name = {"32-true": "32", "fp32": "32", "float32": "32", "bf16-mixed": "bf16", "bfloat16": "bf16"}.get(name, name)
+    if name not in PRECISIONS:
+        raise DeviceError(f"precision {asked!r}: expected 32 or bf16")
+    return name
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes in bfloat16 natively (the ``avx512_bf16`` or ``amx_bf16`` flag; Linux's
+    ``/proc/cpuinfo``). Without them torch emulates bfloat16, slower than float32."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            flags = next((line for line in info if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def autocast(device: str, precision: str | None) -> Any:
+    """The context a model's forward step runs in on ``device`` (resolved) at ``precision``: bfloat16 autocast for
+    ``bf16``, nothing otherwise."""
+    import contextlib
+
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast(device.partition(":")[0], dtype=torch.bfloat16)
 
 
 def keep_freed_memory() -> bool:

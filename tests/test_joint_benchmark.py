@@ -67,9 +67,10 @@ def test_extraction_rows_cover_both_document_sets_and_say_what_they_ran(quick_ou
     assert [r[0].split(" (")[0] for r in rows] == ["CoNLL04 test sentences"] * 3 + ["demo documents"] * 3
     assert [r[1].split(",")[0].split(" (")[0] for r in rows] == ["spaCy NER + tagger", "joint tiny MPNet",
                                                                 "tiny MPNet pipeline"] * 2
+    assert [r[2] for r in rows] == ["—", "32", "32"] * 2  # tacred extract --precision of each row
     for row in rows:
-        assert float(row[2].replace(",", "")) > 0 and row[3].endswith("×")
-    assert all(r[4].startswith("≥ 5×: ") and r[4].endswith("(stand-ins)") for r in rows[2::3])
+        assert float(row[3].replace(",", "")) > 0 and row[4].endswith("×")
+    assert all(r[5].startswith("≥ 5×: ") and r[5].endswith("(stand-ins)") for r in rows[2::3])
     assert "stand-in: untrained" in rows[1][1] and "stock NER" in rows[2][1]
     assert "stand-ins (no --joint/--pipeline given)" in quick_output
 
@@ -86,3 +87,8 @@ def test_each_part_prints_its_tables_alone(parts: dict[str, str], flag: str, tit
 def test_both_parts_alone_is_refused() -> None:
     ran = _quick("--training_only", "--extraction_only")
     assert ran.returncode == 2 and "leave nothing to measure" in ran.stderr
+
+
+def test_an_unknown_extraction_precision_is_refused() -> None:
+    ran = _quick("--extraction_only", "--extraction_precisions", "32,fp16")
+    assert ran.returncode == 2 and "--extraction_precisions: unknown fp16 (choose from 32, bf16)" in ran.stderr

@@ -32,7 +32,7 @@ named per input file and block (parts/part-FILE-BLOCK.*), resumed by the same co
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tacred.devices import DEVICE_HELP
+    from tacred.devices import DEVICE_HELP, PRECISION_HELP, PRECISIONS
     from tacred.extraction.runner import CHUNK_SIZE
     from tacred.inference.input_rules import MAX_CHARACTERS, MAX_PAIRS, MAX_TOKENS
 
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", default=None,
                    help="no-relation threshold (a number or a threshold.json from `tacred threshold tune`)")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--precision", default=None, choices=PRECISIONS, help=PRECISION_HELP)
     p.add_argument("--spacy_model", default=None, help="spaCy pipeline (default: the installed English model)")
     p.add_argument("--ner", default="auto", metavar="auto|stock|PATH",
                    help="where the entities come from: auto (default: the trained NER saved with the model, RUN/ner, "
@@ -133,8 +134,8 @@ def finished_chunk(added: set[Path]) -> bool:
     return any(p.parent.name == "done" and p.suffix == ".json" for p in added)
 
 
-# switches added after output folders existed: recorded only when set, so a folder written before them resumes
-LATER_FLAGS = ("one_sentence",)
+# options added after output folders existed: recorded only when set, so a folder written before them resumes
+LATER_FLAGS = ("one_sentence", "precision")
 
 
 def manifest(args: argparse.Namespace) -> dict[str, object]:
@@ -148,7 +149,7 @@ def manifest(args: argparse.Namespace) -> dict[str, object]:
     return {"sources": [s if s == "-" else os.path.abspath(s) for s in args.sources],
             "ckpt_path": os.path.abspath(args.ckpt_path) if os.path.exists(args.ckpt_path) else args.ckpt_path,
             **{k: getattr(args, k) for k in keys}, **engine,
-            **{k: True for k in LATER_FLAGS if getattr(args, k)}}
+            **{k: getattr(args, k) for k in LATER_FLAGS if getattr(args, k)}}
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -167,7 +168,7 @@ def _extract(args: argparse.Namespace) -> int:
         ckpt_path=args.ckpt_path, device=args.device, threshold=args.threshold, spacy_model=args.spacy_model,
         batch_size=args.batch_size, max_tokens=args.max_tokens, max_pairs=args.max_pairs,
         signatures=not args.no_signatures, num_threads=args.num_threads, max_chars=args.max_chars, ner=args.ner,
-        one_sentence=args.one_sentence)
+        one_sentence=args.one_sentence, precision=args.precision)
     with tacred_log_lines():
         try:
             # a run that fails before its first chunk is done leaves --output as it found it (no manifest behind)

@@ -30,8 +30,19 @@ kept (predictions-1.jsonl, ...) unless --overwrite true. Every Lightning option 
   tacred predict --help all"""
 
 
+def _precision(value: str) -> str | None:
+    """``--precision`` as :func:`tacred.devices.check_precision` reads it (Lightning's ``bf16-mixed`` and ``32-true``
+    too), an argparse error otherwise."""
+    from tacred.devices import DeviceError, check_precision
+
+    try:
+        return check_precision(value)
+    except DeviceError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from tacred.devices import DEVICE_HELP
+    from tacred.devices import DEVICE_HELP, PRECISION_HELP
 
     p = OneLineParser(
         prog="tacred predict --sentences",
@@ -64,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no-relation threshold t (a number or a threshold.json from `tacred threshold tune`); "
                         "off by default")
     p.add_argument("--device", "--trainer.accelerator", dest="device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--precision", "--trainer.precision", dest="precision", default=None, type=_precision,
+                   metavar="{32,bf16}", help=PRECISION_HELP)
     p.add_argument("--spacy_model", "--data.spacy_model", dest="spacy_model", default=None,
                    help="spaCy pipeline (default: the installed English model)")
     p.add_argument("--batch_size", "--data.batch_size", "--data.eval_batch_size", dest="batch_size", type=int,
@@ -181,7 +194,7 @@ def _predict(args: argparse.Namespace, lines: list[str], source: str, skipped: i
 
                 torch.set_num_threads(args.num_threads)
             predictor = open_model(args.ckpt_path, device=args.device, threshold=args.threshold,
-                                   spacy_model=args.spacy_model, batch_size=args.batch_size)
+                                   spacy_model=args.spacy_model, batch_size=args.batch_size, precision=args.precision)
             inputs, numbers = _inputs(lines, args.format, source, args.skip_bad_lines)
             predictions = _predictions(predictor, inputs, numbers, lines, source, args.skip_bad_lines)
     except TacredError as err:  # AnnotationError and SpacyModelError among them

@@ -26,7 +26,7 @@ SIGTERM or Ctrl+C stops the server and every process it started."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tacred.devices import DEVICE_HELP
+    from tacred.devices import DEVICE_HELP, PRECISION_HELP, PRECISIONS
     from tacred.inference.input_rules import MAX_TOKENS
 
     p = OneLineParser(prog="tacred serve", description=HELP, epilog=EPILOG,
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8000, help="TCP port, 1024-65535 (default 8000)")
     p.add_argument("--device", "--accelerator", dest="device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--precision", default=None, choices=PRECISIONS, help=PRECISION_HELP)
     p.add_argument("--max_batch_size", type=int, default=32, help="requests combined into one forward pass")
     p.add_argument("--batch_timeout", type=float, default=0.005,
                    help="seconds to wait for more requests before running a batch (default 0.005)")
@@ -101,6 +102,9 @@ def _check(args: argparse.Namespace) -> str:
         load_threshold(args.threshold)
     # the rule load_model follows: ONNX Runtime's view of CUDA for an exported folder, torch's for a checkpoint
     args.device = model_device(args.device, onnx=source.kind == "export")[0]
+    if source.kind == "export" and args.precision == "bf16":
+        raise ConfigError(f"--precision bf16: {source} is an ONNX export, which runs as it was written (float32); "
+                          "bf16 is for checkpoints and run folders")
     if source.kind == "checkpoint":
         read_checkpoint(source.path)  # a clear error now rather than a worker that fails to start
     elif source.kind == "shipped":
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                           max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout, workers=args.workers,
                           device=args.device, timeout=args.timeout, max_body_bytes=args.max_body_bytes,
                           max_tokens=args.max_tokens, max_batch_inputs=args.max_batch_inputs,
-                          signatures=not args.no_signatures)
+                          signatures=not args.no_signatures, precision=args.precision)
     server.on_ready = lambda: print(f"tacred serve: {model} on {args.device}, listening on "
                                     f"http://{args.host}:{args.port}/predict and /extract (GET /health); stop with Ctrl+C or "
                                     "SIGTERM", flush=True)

@@ -21,7 +21,7 @@ EXTRACT_BATCH = 32  # texts that :meth:`Model.extract` reads from an iterable be
 
 def load_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
                spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS,
-               ner: str | None = "auto") -> Model:
+               ner: str | None = "auto", precision: str | None = None) -> Model:
     """Load a trained model: a checkpoint (vocabularies and configuration are inside), a run folder, an exported
     ONNX folder, or the name of a model shipped with tacred (``"kbp37"``; ``tacred models`` lists them).
 
@@ -33,7 +33,10 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     ``max_tokens``: inputs longer than this are an :class:`InputError` (default 512, as ``tacred serve``; None: no
     limit). ``ner``: where raw text's entities come from: ``auto`` (the trained NER saved with the model,
     ``RUN/ner``, when there is one, else spaCy's own), ``stock`` (spaCy's own) or the folder of a trained NER
-    (``tacred ner train``); the one used is ``.ner`` (None: spaCy's own).
+    (``tacred ner train``); the one used is ``.ner`` (None: spaCy's own). ``precision``: the arithmetic of the
+    transformer encoders (a typed-marker or joint model's, a trained NER's): ``"32"`` (float32) or ``"bf16"``
+    (bfloat16 autocast: faster on CPUs with avx512_bf16 or AMX and on GPUs); None: each as saved (the model float32,
+    a trained NER as it was trained). Word-vocabulary networks (the paper's, the LSTM) run float32 whatever is asked.
 
     >>> m = load_model("runs/demo")                                    # doctest: +SKIP
     >>> m = load_model("kbp37")           # shipped with tacred: no training # doctest: +SKIP
@@ -42,7 +45,7 @@ def load_model(path: str | Path, device: str = "auto", threshold: float | str | 
     from tacred.inference.api import open_model
 
     return Model(open_model(path, device=device, threshold=threshold, spacy_model=spacy_model,
-                            batch_size=batch_size, max_tokens=max_tokens, ner=ner))
+                            batch_size=batch_size, max_tokens=max_tokens, ner=ner, precision=precision))
 
 
 def _check_texts(texts: Sequence[Any], first: int) -> None:

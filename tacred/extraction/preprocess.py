@@ -45,11 +45,13 @@ def _one_sentence(doc: Doc) -> Doc:
 @dataclass(frozen=True)
 class TextSteps:
     """What the raw-text pipeline adds to a freshly loaded spaCy pipeline (hashable: part of the loader's cache key):
-    the trained NER of the folder ``ner`` in place of spaCy's own, and the sentence boundaries: each text one
-    sentence (``one_sentence``: text already split), else the sentencizer where no parser splits sentences."""
+    the trained NER of the folder ``ner`` in place of spaCy's own (at ``precision``; None: as trained), and the
+    sentence boundaries: each text one sentence (``one_sentence``: text already split), else the sentencizer where no
+    parser splits sentences."""
 
     ner: str | None  # the entity source: a trained NER folder, or spaCy's own (None)
     one_sentence: bool = False
+    precision: str | None = None
 
     def __call__(self, nlp: Language) -> Language:
         from spacy.language import Language
@@ -57,7 +59,7 @@ class TextSteps:
         if self.ner is not None:
             from tacred.ner.training import with_trained_ner
 
-            nlp = with_trained_ner(nlp, self.ner)
+            nlp = with_trained_ner(nlp, self.ner, self.precision)
         if self.one_sentence:
             if ONE_SENTENCE not in Language.factories:
                 Language.component(ONE_SENTENCE, func=_one_sentence)
@@ -279,7 +281,8 @@ class Preprocessor:
                 exclude += ["parser", "attribute_ruler"]
                 if model.encoder.kind != "words":  # the transformer reads no POS tags
                     exclude += ["tagger", "tok2vec"]
-            steps = TextSteps(getattr(model, "ner", None), one_sentence)
+            ner = getattr(model, "ner", None)
+            steps = TextSteps(ner, one_sentence, None if ner is None else getattr(model, "precision", None))
         self.nlp = load_spacy(spacy_model or None, exclude, steps)
         self.nlp.max_length = max(self.nlp.max_length, max_chars + 1)
 

@@ -43,6 +43,7 @@ class ExtractorSettings:
     max_chars: int = MAX_CHARACTERS
     ner: str | None = "auto"  # the entity source: auto (the run's trained NER, else spaCy's), stock, or a folder
     one_sentence: bool = False  # each document one sentence (text already split): no sentence splitting
+    precision: str | None = None  # 32 or bf16 for the model and its trained NER; None: each as saved
 
 
 class DocumentExtractor:
@@ -61,7 +62,7 @@ class DocumentExtractor:
             torch.set_num_threads(settings.num_threads)
         self.predictor = open_model(settings.ckpt_path, device=settings.device, threshold=settings.threshold,
                                     spacy_model=settings.spacy_model, batch_size=settings.batch_size,
-                                    max_tokens=settings.max_tokens, ner=settings.ner)
+                                    max_tokens=settings.max_tokens, ner=settings.ner, precision=settings.precision)
         self.extraction = Extraction(self.predictor, settings.spacy_model, settings.max_chars, settings.one_sentence,
                                      settings.max_pairs, settings.signatures, warn)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tacred.checkpoints import CheckpointError
 from tacred.data.vocab import Vocabularies
-from tacred.devices import model_device
+from tacred.devices import DeviceError, check_precision, cpu_has_bf16, model_device
 from tacred.inference.encoding import build_encoder
 from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
@@ -42,7 +42,8 @@ __all__ = ["THRESHOLD_FILE", "InputError", "ModelSource", "Prediction", "Predict
 
 def open_model(path: str | Path, device: str = "auto", threshold: float | str | None = None,
                spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS,
-               ner: str | None = "auto") -> Predictor | JointPredictor | OnnxJointPredictor:
+               ner: str | None = "auto", precision: str | None = None,
+               ) -> Predictor | JointPredictor | OnnxJointPredictor:
     """The one loader of a trained model, whatever ``path`` names: an exported ONNX folder, a shipped model's name, a
     checkpoint or a run folder, read once. A relation classifier comes back as a :class:`Predictor` (its
     ``threshold.json`` used when no ``threshold`` is given, its saved NER when ``ner`` is ``auto``), a joint
@@ -50,13 +51,20 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
     :class:`~tacred.inference.onnx_joint.OnnxJointPredictor`; its relation threshold is kept with it, a given one is
     a probability). The options are :func:`tacred.load_model`'s, which wraps what this gives with raw-text
     extraction."""
+    precision = check_precision(precision)
     source = resolve_model(path, read=True)
     kind = source.model_kind
     joint = kind in ("joint", "onnx_joint")
     if joint and ner not in (None, "auto", "stock"):
         raise InputError(f"--ner {ner}: {source} is a joint model, which finds its own entities")
+    if source.kind == "export" and precision == "bf16":
+        raise DeviceError(f"precision bf16: {source} is an ONNX export, which runs as it was written (float32); "
+                          "bf16 is for checkpoints and run folders")
     found_ner = None if joint else chosen_ner(ner, source.ner_folders)
     resolved, providers = model_device(device, onnx=source.kind == "export")  # an absent device: an error here
+    if precision == "bf16" and resolved == "cpu" and not cpu_has_bf16():
+        logging.getLogger("tacred").warning("precision bf16 on a CPU without avx512_bf16 or AMX: torch emulates "
+                                            "bfloat16, which is slower than float32 here")
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     if kind == "onnx_joint":
         from tacred.inference.onnx_joint import OnnxJointPredictor
@@ -66,7 +74,7 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
     if kind == "joint":
         from tacred.inference.joint import JointPredictor
 
-        return JointPredictor(source.contents, source.path, resolved, threshold, **options)
+        return JointPredictor(source.contents, source.path, resolved, threshold, precision=precision, **options)
     try:
         vocab = Vocabularies.from_dict(source.saved_vocab)  # once, for the network and the input encoder
     except (KeyError, TypeError, ValueError) as err:
@@ -80,11 +88,12 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
     else:
         from tacred.inference.trained import torch_backend
 
-        backend = torch_backend(source.contents, vocab, source.path, resolved)
+        backend = torch_backend(source.contents, vocab, source.path, resolved, precision)
     encoder = build_encoder(source.encoder_kind, vocab, str(source))
     threshold = source.tuned_threshold if threshold is None else threshold
     predictor = Predictor(encoder, backend, threshold, **options)
     predictor.ner = None if found_ner is None else str(found_ner)
+    predictor.precision = precision
     if found_ner is not None:
         logging.getLogger("tacred").info("entities from the trained NER %s (--ner stock: spaCy's own)", found_ner)
     return predictor

@@ -65,6 +65,7 @@ class JointReader(ABC):
     kind = "joint"
     ner: str | None = None  # entities come from the model itself
     device = "cpu"
+    precision: str | None = None  # float32 (ONNX Runtime runs the export as written)
 
     def __init__(self, saved: dict[str, Any], path: str | Path, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 32, max_tokens: int | None = MAX_TOKENS,
@@ -175,17 +176,19 @@ class JointReader(ABC):
 class JointPredictor(JointReader):
     """A joint checkpoint loaded for prediction with PyTorch (:func:`tacred.load_model` returns one for such a
     checkpoint): its read ``checkpoint`` contents, ``path`` (which names it), the torch ``device`` it runs on
-    (resolved: ``cpu``, ``cuda``, ``cuda:N``) and :class:`JointReader`'s options."""
+    (resolved: ``cpu``, ``cuda``, ``cuda:N``), the ``precision`` it runs at (:data:`tacred.devices.PRECISIONS`; None:
+    float32) and :class:`JointReader`'s options."""
 
     def __init__(self, checkpoint: dict[str, Any], path: str | Path, device: str = "cpu",
                  threshold: float | str | None = None, spacy_model: str | None = None, batch_size: int = 32,
-                 max_tokens: int | None = MAX_TOKENS) -> None:
+                 max_tokens: int | None = MAX_TOKENS, precision: str | None = None) -> None:
         import torch
 
         from tacred.models.joint import JointNetwork, build_encoder
 
         super().__init__(checkpoint[JOINT_KEY], path, threshold, spacy_model, batch_size, max_tokens)
         self.device = device
+        self.precision = precision
         hp = checkpoint.get("hyper_parameters") or {}
         encoder, _ = build_encoder(None, hp["transformer_config"])
         self.net = JointNetwork(encoder, len(self.types.entities), len(self.types.relations), self.max_width,
@@ -197,7 +200,9 @@ class JointPredictor(JointReader):
         self.net.eval().to(self.device)
 
     def find(self, sentences: list[EncodedSentence], given: list[list[Found]] | None) -> list[SentenceFound]:
+        from tacred.devices import autocast
         from tacred.models.joint import find
 
         batch = collate(sentences, range(len(sentences)), self.max_width, len(self.types.relations), self.pad_id)
-        return find(self.net, batch.to(self.device), given)
+        with autocast(self.device, self.precision):
+            return find(self.net, batch.to(self.device), given)

@@ -46,6 +46,7 @@ class Predictor:
     """
 
     ner: str | None = None  # a trained NER folder for raw text's entities (set by load_model), None: spaCy's own
+    precision: str | None = None  # asked of the model and its trained NER (set by load_model), None: each as saved
 
     def __init__(self, encoder: InputEncoder, backend: Backend, threshold: float | str | None = None,
                  spacy_model: str | None = None, batch_size: int = 50, max_tokens: int | None = MAX_TOKENS) -> None:
@@ -73,6 +74,7 @@ class Predictor:
     @property
     def device(self) -> str:
         return self.backend.device
+
 
     # -- public -----------------------------------------------------------------------------------
     def predict(self, inputs: Any) -> Prediction | list[Prediction]:

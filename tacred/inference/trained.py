@@ -183,31 +183,42 @@ class TrainedNetwork(nn.Module):
 
 
 class TorchBackend:
-    """Runs ``module(**arrays) -> (B, L) probabilities`` (e.g. :class:`tacred.inference.trained.ProbabilityNetwork`)."""
+    """Runs ``module(**arrays) -> (B, L) probabilities`` (e.g. :class:`tacred.inference.trained.ProbabilityNetwork`)
+    on ``device``, at ``precision`` (:data:`tacred.devices.PRECISIONS`; None: float32)."""
 
-    def __init__(self, module: nn.Module, device: str) -> None:
+    def __init__(self, module: nn.Module, device: str, precision: str | None = None) -> None:
         self.device = device
+        self.precision = precision
         self.module = module.eval().to(device)
 
     def probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
-        tensors = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
-        with torch.inference_mode():
-            return self.module(**tensors).cpu().numpy()
+        return self._run(self.module, arrays)
 
     def pair_probabilities(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
         """Probabilities (P, L) of a batch of sentences' pairs (:func:`tacred.inference.sentence_pairs.pad_sentences`)
         from one shared pass per sentence where the network allows it (:mod:`tacred.models.pair_scoring`)."""
+        return self._run(self.module.pair_probabilities, arrays)
+
+    def _run(self, forward: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        from tacred.devices import autocast
+
         tensors = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
-        with torch.inference_mode():
-            return self.module.pair_probabilities(**tensors).cpu().numpy()
+        with torch.inference_mode(), autocast(self.device, self.precision):
+            return forward(**tensors).float().cpu().numpy()
 
 
-def torch_backend(checkpoint: dict[str, Any], vocab: Vocabularies, path: str | Path, device: str) -> TorchBackend:
+def torch_backend(checkpoint: dict[str, Any], vocab: Vocabularies, path: str | Path, device: str,
+                  precision: str | None = None) -> TorchBackend:
     """The torch backend of a relation classifier's read ``checkpoint`` and its ``vocab``
     (:func:`saved_vocabularies`; ``path`` names the checkpoint in messages): its network rebuilt and checked
-    (:func:`rebuild`), on the torch ``device`` (resolved: ``cpu``, ``cuda``, ``cuda:N``)."""
+    (:func:`rebuild`), on the torch ``device`` (resolved: ``cpu``, ``cuda``, ``cuda:N``) at ``precision``: a network
+    over a transformer encoder takes it, a word-vocabulary network always runs float32 (its pair scorer is written
+    for float32, and bfloat16 would gain it little)."""
+    from tacred.models.transformer import TransformerNetwork
+
     model = rebuild(checkpoint, vocab, path, TrainedNetwork._built)
-    return TorchBackend(probability_network(model.net, share_encoding=True), device)
+    return TorchBackend(probability_network(model.net, share_encoding=True), device,
+                        precision if isinstance(model.net, TransformerNetwork) else None)
 
 
 def load_checkpoint_predictor(checkpoint: dict[str, Any], path: str | Path, device: str = "cpu",

@@ -411,9 +411,12 @@ def chosen_ner(ner: str | Path | None, folders: Iterable[str | Path]) -> Path | 
     return saved_ner(folders) if ner == "auto" else model_folder(ner)
 
 
-def with_trained_ner(nlp: Language, folder: str | Path) -> Language:
+def with_trained_ner(nlp: Language, folder: str | Path, precision: str | None = None) -> Language:
     """``nlp`` with its NER replaced by the trained one in ``folder``, whose labels (the dataset's types) become the
-    relation model's entity types (:data:`TYPES_FILE`) on every doc."""
+    relation model's entity types (:data:`TYPES_FILE`) on every doc. ``precision`` (``32``, ``bf16``): the arithmetic
+    of a NER over a transformer, whatever it was trained at (None: as trained)."""
+    from tacred.devices import cpu_has_bf16
+    from tacred.text.ner_encoder import runs_bf16, set_bf16
     from tacred.text.spacy_pipeline import open_spacy
 
     folder = model_folder(folder)
@@ -423,6 +426,12 @@ def with_trained_ner(nlp: Language, folder: str | Path) -> Language:
     if "ner" in nlp.pipe_names:
         nlp.remove_pipe("ner")
     nlp.add_pipe("ner", source=trained)
+    if precision is not None:
+        set_bf16(nlp.get_pipe("ner").model, precision == "bf16")
+    elif runs_bf16(nlp.get_pipe("ner").model) and not cpu_has_bf16():
+        logging.getLogger("tacred").warning(
+            "the trained NER %s was trained with bf16 and runs as it was trained, but this CPU has no avx512_bf16 or "
+            "AMX: torch emulates bfloat16, slower than float32 (--precision 32 runs it in float32)", folder)
     types_path = folder / TYPES_FILE
     if types_path.is_file():
         types = json.loads(types_path.read_text(encoding="utf-8")).get("types") or {}

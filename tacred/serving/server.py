@@ -39,7 +39,7 @@ class ModelAPI(ls.LitAPI):
     def __init__(self, ckpt_path: str, threshold: float | str | None = None, spacy_model: str | None = None,
                  num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
                  max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS, api_path: str = "/predict",
-                 ) -> None:
+                 precision: str | None = None) -> None:
         super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout, loop=QuietBatchedLoop(),
                          api_path=api_path)
         self.ckpt_path = ckpt_path
@@ -48,6 +48,7 @@ class ModelAPI(ls.LitAPI):
         self.num_threads = num_threads
         self.max_tokens = max_tokens
         self.max_batch_inputs = max_batch_inputs
+        self.precision = precision
 
     def setup(self, device: str) -> None:
         from tacred.inference.api import open_model
@@ -58,7 +59,7 @@ class ModelAPI(ls.LitAPI):
 
             torch.set_num_threads(self.num_threads)
         self.predictor = open_model(self.ckpt_path, device=device, threshold=self.threshold,
-                                    spacy_model=self.spacy_model, max_tokens=self.max_tokens)
+                                    spacy_model=self.spacy_model, max_tokens=self.max_tokens, precision=self.precision)
         if getattr(self.predictor, "kind", None) == "joint":
             return  # a joint model answers /extract only (RelationAPI.decode_request says so)
         try:
@@ -119,7 +120,8 @@ class ExtractAPI(ModelAPI):
 
         settings = ExtractorSettings(str(self.ckpt_path), device=device, threshold=self.threshold,
                                      spacy_model=self.spacy_model, max_tokens=self.max_tokens,
-                                     num_threads=self.num_threads, signatures=self.signatures)
+                                     num_threads=self.num_threads, signatures=self.signatures,
+                                     precision=self.precision)
         self.extractor: DocumentExtractor | None = None
         try:
             self.extractor = DocumentExtractor(settings)
@@ -186,11 +188,13 @@ def build_server(ckpt_path: str, *, threshold: float | str | None = None, spacy_
                  num_threads: int | None = None, max_batch_size: int = 32, batch_timeout: float = 0.005,
                  workers: int = 1, device: str = "auto", timeout: float = 30, max_body_bytes: int = MAX_BODY_BYTES,
                  max_tokens: int = MAX_TOKENS, max_batch_inputs: int = MAX_BATCH_INPUTS,
-                 signatures: bool = True) -> TacredServer:
+                 signatures: bool = True, precision: str | None = None) -> TacredServer:
     """The LitServer for a checkpoint (``server.run(host=..., port=...)`` starts it); ``device``: already resolved
-    (``cpu``, ``cuda``, ``cuda:N``; :func:`tacred.devices.torch_device`)."""
+    (``cpu``, ``cuda``, ``cuda:N``; :func:`tacred.devices.torch_device`); ``precision``: see
+    :func:`tacred.load_model`."""
     options = dict(threshold=threshold, spacy_model=spacy_model, num_threads=num_threads, max_batch_size=max_batch_size,
-                   batch_timeout=batch_timeout, max_tokens=max_tokens, max_batch_inputs=max_batch_inputs)
+                   batch_timeout=batch_timeout, max_tokens=max_tokens, max_batch_inputs=max_batch_inputs,
+                   precision=precision)
     extract = ExtractAPI(ckpt_path, **options, api_path="/extract")
     extract.signatures = signatures
     apis = [RelationAPI(ckpt_path, **options), extract]

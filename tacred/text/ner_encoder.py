@@ -38,6 +38,8 @@ def _torch_module(folder: str, bf16: bool) -> Any:
     class PooledEncoder(torch.nn.Module):
         """The encoder's last layer, averaged over each token's pieces: (windows, length) → (tokens, width)."""
 
+        tacred_token_vectors = True  # what :func:`set_bf16` looks for
+
         def __init__(self) -> None:
             super().__init__()
             self.encoder = AutoModel.from_pretrained(folder)
@@ -194,6 +196,26 @@ def token_vectors(folder: str, bf16: bool = False, max_pieces: int = 0, shape_wi
     surface = MultiHashEmbed(width=shape_width, attrs=["SHAPE", "PREFIX", "SUFFIX"], rows=[1000, 2500, 2500],
                              include_static_vectors=False)
     return concatenate(model, surface)
+
+
+def _encoders(model: Any) -> list[Any]:
+    """The torch modules of this architecture inside the thinc ``model`` (a loaded pipeline component's)."""
+    modules = (getattr(shim, "_model", None) for layer in model.walk() for shim in layer.shims)
+    return [module for module in modules if getattr(module, "tacred_token_vectors", False)]
+
+
+def set_bf16(model: Any, bf16: bool) -> int:
+    """Run every encoder of this architecture in the thinc ``model`` (a loaded pipeline component's) under bfloat16
+    autocast or not, whatever its saved config says (inference: ``tacred extract --precision``); how many it found."""
+    found = _encoders(model)
+    for module in found:
+        module.bf16 = bf16
+    return len(found)
+
+
+def runs_bf16(model: Any) -> bool:
+    """Whether an encoder of this architecture in the thinc ``model`` runs under bfloat16 autocast."""
+    return any(module.bf16 for module in _encoders(model))
 
 
 def register() -> None:

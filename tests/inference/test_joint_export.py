@@ -72,6 +72,28 @@ def test_the_folder_extracts_what_the_checkpoint_extracts(joint_run: Path, joint
     assert load_model(folder, threshold=0.5).threshold_source == "given"
 
 
+def test_bf16_runs_the_joint_model_under_autocast_and_the_export_refuses_it(joint_run: Path, joint_corpus: Path,
+                                                                            exported: tuple[Path, dict]) -> None:
+    """The joint model at ``precision="bf16"`` (as ``tacred extract --precision bf16``): probabilities near the
+    float32 ones but not equal to them; the exported folder refuses bf16, naming itself."""
+    from tacred import load_model
+    from tacred.devices import DeviceError
+
+    words = [s["tokens"] for s in json.loads((joint_corpus / "test.json").read_text())]
+    m32, m16 = load_model(joint_run, device="cpu"), load_model(joint_run, device="cpu", precision="bf16")
+    assert (m32.precision, m16.precision) == (None, "bf16")
+    given = [[(e["start"], e["end"], e["type"]) for e in s["entities"]]
+             for s in json.loads((joint_corpus / "test.json").read_text())]
+    c32, c16 = m32.read_candidates(words, given), m16.read_candidates(words, given)
+    p32 = [p for _, cands in c32 for *_, p in cands]
+    p16 = [p for _, cands in c16 for *_, p in cands]
+    assert len(p32) == len(p16) > 10 and p16 != p32 and p16 == pytest.approx(p32, abs=0.05)
+    assert len(m16.extract(TEXTS)) == len(TEXTS)
+    folder, _ = exported
+    with pytest.raises(DeviceError, match=f"precision bf16: {folder}.* ONNX export"):
+        load_model(folder, precision="bf16")
+
+
 def test_tacred_export_then_extract_from_the_folder(joint_run: Path, joint_corpus: Path, tmp_path: Path) -> None:
     folder = tmp_path / "exported"
     ran = run_in_process("export", "--ckpt_path", str(joint_run), "--out", str(folder), "--check_file",

@@ -166,6 +166,29 @@ def test_load_model_predict_and_onnx_agree(trained: Path, demo_data: Path, expor
     assert [p.relation for p in onnx_model.predict(examples)] == [p.relation for p in predictions]
 
 
+def test_bf16_runs_the_transformer_under_autocast_and_an_export_refuses_it(trained: Path, demo_data: Path,
+                                                                          exported: Path) -> None:
+    """``precision="bf16"`` moves the probabilities a little (so the encoder ran in bfloat16) and keeps the model's
+    answers; an ONNX export runs as it was written and says so."""
+    from tacred import load_model
+    from tacred.devices import DeviceError
+
+    ckpt = trained / "checkpoints" / "last.ckpt"
+    examples = json.loads((demo_data / "test.json").read_text())[:40]
+    p32 = load_model(ckpt, device="cpu").predictor.probabilities(examples)
+    p16 = load_model(ckpt, device="cpu", precision="bf16").predictor.probabilities(examples)
+    assert p16.dtype == np.float32 and not np.array_equal(p16, p32) and np.abs(p16 - p32).max() < 0.05
+    assert (p16.argmax(axis=1) == p32.argmax(axis=1)).mean() >= 0.9
+    with pytest.raises(DeviceError, match=r"precision bf16: .*onnx.* is an ONNX export, which runs as it was written"):
+        load_model(exported, precision="bf16")
+    assert load_model(exported, precision="32").labels == load_model(ckpt).labels
+    from tests.conftest import free_port
+
+    served = run_in_process("serve", "--ckpt_path", str(exported), "--precision", "bf16", "--port", str(free_port()),
+                            check=False)
+    assert served.status == 2 and "--precision bf16:" in served.stderr and "ONNX export" in served.stderr
+
+
 @pytest.mark.slow  # a subprocess
 def test_onnx_inference_of_the_transformer_needs_neither_torch_nor_transformers(exported: Path, demo_data: Path) -> None:
     import subprocess

@@ -217,7 +217,7 @@ def test_a_model_folder_the_encoder_cannot_read_is_an_error_naming_it(tmp_path: 
 
 @pytest.mark.slow
 def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_trained_pipeline(
-        tmp_path: Path, checkpoint: Path, capsys) -> None:
+        tmp_path: Path, checkpoint: Path, capsys, caplog, monkeypatch) -> None:
     """The fine-tuned MiniLM NER: trained from the packaged weights, saved with them, and sourced into the extraction
     pipeline, where it finds the entities it finds on its own."""
     import spacy
@@ -250,7 +250,34 @@ def test_a_transformer_ner_trains_and_extraction_finds_the_same_entities_as_the_
     assert predictor.ner == str(best)
     found = [(e.start_char, e.end_char, e.label_) for e in predictor.extraction().nlp(text).ents]
     assert found == own
+    # --precision reaches the NER's encoder, which was trained without --bf16: bf16 turns its autocast on
+    from tacred.text.ner_encoder import runs_bf16, set_bf16
 
+    def bf16(m) -> bool:
+        return runs_bf16(m.extraction().nlp.get_pipe("ner").model)
+
+    assert not bf16(predictor)
+    assert bf16(load_model(run, device="cpu", precision="bf16"))
+    assert not bf16(load_model(run, device="cpu", precision="32"))
+    assert set_bf16(trained.get_pipe("ner").model, True) == 1
+    # a NER trained with --bf16 runs as trained; on a CPU without bf16 instructions the user is told how to avoid
+    # torch's slow emulation, and --precision 32 is heard
+    run_bf16 = shutil.copytree(run, tmp_path / "run_bf16")
+    best = run_bf16 / "ner" / "model-best"
+    config = best / "config.cfg"
+    assert "bf16 = false" in config.read_text()
+    config.write_text(config.read_text().replace("bf16 = false", "bf16 = true"))
+    monkeypatch.setattr("tacred.devices.cpu_has_bf16", lambda: False)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tacred"):
+        assert bf16(load_model(run_bf16, device="cpu"))
+    assert [r.getMessage() for r in caplog.records if "emulates bfloat16" in r.getMessage()] == [
+        f"the trained NER {best} was trained with bf16 and runs as it was trained, but this CPU has no avx512_bf16 "
+        "or AMX: torch emulates bfloat16, slower than float32 (--precision 32 runs it in float32)"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tacred"):
+        assert not bf16(load_model(run_bf16, device="cpu", precision="32"))
+    assert not [r for r in caplog.records if "emulates bfloat16" in r.getMessage()]
 
 def test_with_dev_trains_on_both_splits_for_the_budget_and_keeps_the_last_model(tmp_path: Path, capsys) -> None:
     data = release(tmp_path / "data")
