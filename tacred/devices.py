@@ -129,6 +129,23 @@ def check_precision(asked: str | None) -> str | None:
     return name
 
 
+def model_precision(asked: str | None, device: str, onnx: bool = False, source: object = "the model",
+                    warn: bool = True) -> str | None:
+    """``asked`` checked (:func:`check_precision`) for a model that runs on the resolved ``device``: an exported ONNX
+    model (``onnx``, named by ``source``) runs as it was written and refuses bf16; bf16 on a CPU that emulates it is
+    logged as slower (``warn``)."""
+    precision = check_precision(asked)
+    if onnx and precision == "bf16":
+        raise DeviceError(f"precision bf16: {source} is an ONNX export, which runs as it was written (float32); "
+                          "bf16 is for checkpoints and run folders")
+    if warn and precision == "bf16" and device == "cpu" and not cpu_has_bf16():
+        import logging
+
+        logging.getLogger("tacred").warning("precision bf16 on a CPU without avx512_bf16 or AMX: torch emulates "
+                                            "bfloat16, which is slower than float32 here")
+    return precision
+
+
 def cpu_has_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (the ``avx512_bf16`` or ``amx_bf16`` flag; Linux's
     ``/proc/cpuinfo``). Without them torch emulates bfloat16, slower than float32."""

@@ -76,7 +76,7 @@ def port_in_use(host: str, port: int) -> str | None:
 def _check(args: argparse.Namespace) -> str:
     """Every option and file checked before a process starts; the model path to serve."""
     from tacred.checkpoints import read_checkpoint
-    from tacred.devices import model_device
+    from tacred.devices import model_device, model_precision
     from tacred.errors import ConfigError
     from tacred.evaluation.decision import describe_threshold, load_threshold  # numpy only: torch loads later
     from tacred.inference.api import resolve_model
@@ -102,9 +102,7 @@ def _check(args: argparse.Namespace) -> str:
         load_threshold(args.threshold)
     # the rule load_model follows: ONNX Runtime's view of CUDA for an exported folder, torch's for a checkpoint
     args.device = model_device(args.device, onnx=source.kind == "export")[0]
-    if source.kind == "export" and args.precision == "bf16":
-        raise ConfigError(f"--precision bf16: {source} is an ONNX export, which runs as it was written (float32); "
-                          "bf16 is for checkpoints and run folders")
+    model_precision(args.precision, args.device, onnx=source.kind == "export", source=source, warn=False)
     if source.kind == "checkpoint":
         read_checkpoint(source.path)  # a clear error now rather than a worker that fails to start
     elif source.kind == "shipped":

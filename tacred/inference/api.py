@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tacred.checkpoints import CheckpointError
 from tacred.data.vocab import Vocabularies
-from tacred.devices import DeviceError, check_precision, cpu_has_bf16, model_device
+from tacred.devices import model_device, model_precision
 from tacred.inference.encoding import build_encoder
 from tacred.inference.input_rules import MAX_TOKENS
 from tacred.inference.inputs import InputError
@@ -51,20 +51,15 @@ def open_model(path: str | Path, device: str = "auto", threshold: float | str | 
     :class:`~tacred.inference.onnx_joint.OnnxJointPredictor`; its relation threshold is kept with it, a given one is
     a probability). The options are :func:`tacred.load_model`'s, which wraps what this gives with raw-text
     extraction."""
-    precision = check_precision(precision)
     source = resolve_model(path, read=True)
     kind = source.model_kind
     joint = kind in ("joint", "onnx_joint")
     if joint and ner not in (None, "auto", "stock"):
         raise InputError(f"--ner {ner}: {source} is a joint model, which finds its own entities")
-    if source.kind == "export" and precision == "bf16":
-        raise DeviceError(f"precision bf16: {source} is an ONNX export, which runs as it was written (float32); "
-                          "bf16 is for checkpoints and run folders")
     found_ner = None if joint else chosen_ner(ner, source.ner_folders)
-    resolved, providers = model_device(device, onnx=source.kind == "export")  # an absent device: an error here
-    if precision == "bf16" and resolved == "cpu" and not cpu_has_bf16():
-        logging.getLogger("tacred").warning("precision bf16 on a CPU without avx512_bf16 or AMX: torch emulates "
-                                            "bfloat16, which is slower than float32 here")
+    # an absent device or an unknown precision: an error here
+    resolved, providers = model_device(device, onnx=source.kind == "export")
+    precision = model_precision(precision, resolved, onnx=source.kind == "export", source=source)
     options = {"spacy_model": spacy_model, "batch_size": batch_size, "max_tokens": max_tokens}
     if kind == "onnx_joint":
         from tacred.inference.onnx_joint import OnnxJointPredictor

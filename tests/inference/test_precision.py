@@ -64,3 +64,21 @@ def test_extract_records_the_precision_it_ran_at_and_a_rerun_must_ask_the_same(c
     again = run_in_process("extract", str(docs), "--ckpt_path", str(checkpoint), "--output", str(out), "--device",
                            "cpu", check=False)
     assert again.status != 0 and "precision" in again.stderr
+
+
+def test_load_model_refuses_an_unknown_precision_and_warns_where_bf16_is_emulated(checkpoint, monkeypatch,
+                                                                                  caplog) -> None:
+    import logging
+
+    from tacred import load_model
+    from tacred.devices import DeviceError
+
+    with pytest.raises(DeviceError, match="precision 'fp16': expected 32 or bf16"):
+        load_model(checkpoint, device="cpu", precision="fp16")
+    monkeypatch.setattr("tacred.devices.cpu_has_bf16", lambda: False)
+    with caplog.at_level(logging.WARNING, logger="tacred"):
+        load_model(checkpoint, device="cpu", precision="bf16")
+        load_model(checkpoint, device="cpu", precision="32")
+    assert [r.getMessage() for r in caplog.records if "bfloat16" in r.getMessage()] == [
+        "precision bf16 on a CPU without avx512_bf16 or AMX: torch emulates bfloat16, which is slower than float32 "
+        "here"]

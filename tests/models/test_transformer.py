@@ -186,7 +186,7 @@ def test_bf16_runs_the_transformer_under_autocast_and_an_export_refuses_it(train
 
     served = run_in_process("serve", "--ckpt_path", str(exported), "--precision", "bf16", "--port", str(free_port()),
                             check=False)
-    assert served.status == 2 and "--precision bf16:" in served.stderr and "ONNX export" in served.stderr
+    assert served.status == 2 and "precision bf16:" in served.stderr and "ONNX export" in served.stderr
 
 
 @pytest.mark.slow  # a subprocess
