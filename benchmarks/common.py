@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from tacred.devices import BF16_FLAGS, cpu_flags
+
 REPO = Path(__file__).resolve().parents[1]
 SEMEVAL_DIR = REPO / "data" / "semeval"
 SEMEVAL_SOURCE = REPO.parent / "shared" / "data" / "semeval2010_task8"
@@ -39,16 +41,6 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def cpu_flags() -> list[str]:
-    """The instruction-set extensions that decide bf16 speed on a CPU (AVX-512 bf16, AMX)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                return sorted(f for f in flags if f in {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
-    return []
-
-
 BF16_SKIPPED = ("bf16-mixed rows skipped: this CPU has no bf16 instructions (avx512_bf16 or AMX), where eager bf16 "
                 "ran 10-50x slower than fp32 (docs/performance.md); TACRED_BENCH_BF16=1 measures them anyway.")
 
@@ -56,7 +48,7 @@ BF16_SKIPPED = ("bf16-mixed rows skipped: this CPU has no bf16 instructions (avx
 def precisions(quick: bool) -> tuple[str, ...]:
     """The precisions worth a row here: bf16-mixed only where the CPU has bf16 instructions, where
     ``TACRED_BENCH_BF16=1`` asks for it, or in quick mode (a smoke test of the bf16 code path, tiny network)."""
-    bf16 = quick or os.environ.get("TACRED_BENCH_BF16") == "1" or bool({"avx512_bf16", "amx_bf16"} & set(cpu_flags()))
+    bf16 = quick or os.environ.get("TACRED_BENCH_BF16") == "1" or bool(BF16_FLAGS & set(cpu_flags()))
     return ("32-true", "bf16-mixed") if bf16 else ("32-true",)
 
 

@@ -146,15 +146,24 @@ def model_precision(asked: str | None, device: str, onnx: bool = False, source: 
     return precision
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes in bfloat16 natively (the ``avx512_bf16`` or ``amx_bf16`` flag; Linux's
-    ``/proc/cpuinfo``). Without them torch emulates bfloat16, slower than float32."""
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})  # the CPU flags of native bfloat16 arithmetic
+
+
+def cpu_flags() -> list[str]:
+    """The instruction-set extensions that decide torch's speed on this CPU (AVX2, AVX-512, its bf16, AMX), from
+    Linux's ``/proc/cpuinfo`` (none found elsewhere)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            flags = next((line for line in info if line.startswith("flags")), "").split()
+            flags = set(next((line for line in info if line.startswith("flags")), "").partition(":")[2].split())
     except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+        return []
+    return sorted(flags & {"avx2", "avx512f", "amx_tile", *BF16_FLAGS})
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes in bfloat16 natively (:data:`BF16_FLAGS`). Without them torch emulates bfloat16,
+    slower than float32."""
+    return bool(BF16_FLAGS & set(cpu_flags()))
 
 
 def autocast(device: str, precision: str | None) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tacred.data.joint_batching import JOINT_KEY, EncodedSentence, WordPieces, collate, encode_words
 from tacred.datasets.spert_layout import JointTypes
+from tacred.devices import autocast
 from tacred.inference.input_rules import MAX_TOKENS, InputError, check_max_tokens
 from tacred.models.joint_decoding import Found, SentenceFound
 
@@ -200,7 +201,6 @@ class JointPredictor(JointReader):
         self.net.eval().to(self.device)
 
     def find(self, sentences: list[EncodedSentence], given: list[list[Found]] | None) -> list[SentenceFound]:
-        from tacred.devices import autocast
         from tacred.models.joint import find
 
         batch = collate(sentences, range(len(sentences)), self.max_width, len(self.types.relations), self.pad_id)

@@ -24,6 +24,7 @@ from tacred.data.batching import Batch, BucketBatchSampler, EncodedSplit
 from tacred.data.features import WORD_INPUTS
 from tacred.data.markers import MARKED_INPUTS
 from tacred.data.vocab import Vocabularies
+from tacred.devices import autocast
 from tacred.models.config import NetworkConfig
 from tacred.models.network import NetworkOutput, RelationNetwork
 
@@ -200,8 +201,6 @@ class TorchBackend:
         return self._run(self.module.pair_probabilities, arrays)
 
     def _run(self, forward: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
-        from tacred.devices import autocast
-
         tensors = {name: torch.from_numpy(array).to(self.device) for name, array in arrays.items()}
         with torch.inference_mode(), autocast(self.device, self.precision):
             return forward(**tensors).float().cpu().numpy()
