@@ -22,7 +22,8 @@ stock NER (its candidate pairs, without the MPNet NER's own encoder pass: less t
         [--joint RUN --pipeline RUN --ner FOLDER] [--spert data/conll04_spert] [--pairs data/conll04]
 
 ``--extraction_precisions 32,bf16``: the joint and pipeline rows at each ``tacred extract --precision`` (every
-encoder of a row at it, the pipeline's NER included; default 32). ``--extraction_only``: the extraction table alone.
+encoder of a row at it, the pipeline's NER included; default 32). ``--chunk_size N``: documents a chunk, as ``tacred
+extract --chunk_size`` (default: its default). ``--extraction_only``: the extraction table alone.
 ``--training_only``: the passes and training tables alone;
 ``ATEN_CPU_CAPABILITY=avx2 python benchmarks/joint_cost.py --training_only --precision 32-true`` is what an AVX2-only
 machine (no bf16 instructions) takes, on this one.
@@ -47,6 +48,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, Table, answered_as_worker, autocast, machine_line, precisions, run_worker  # noqa: E402
 
+from tacred.extraction.runner import CHUNK_SIZE  # noqa: E402  (tacred extract's documents a chunk)
+
 SPERT_DIR = REPO / "data" / "conll04_spert"  # SpERT's release files (make conll04-data)
 PAIRS_DIR = REPO / "data" / "conll04"  # tacred convert conll04's pairs and documents (make conll04-data)
 SPLITS = {"train": "conll04_train.json", "dev": "conll04_dev.json", "test": "conll04_test.json"}
@@ -54,7 +57,6 @@ TYPES_FILE = "conll04_types.json"
 JOINT_BATCH, PAIR_BATCH = 8, 32  # configs/conll04/joint_*.yaml and configs/conll04/{transformer,mpnet}.yaml
 ENCODERS = {"minilm": "MiniLM (all-MiniLM-L6-v2)", "mpnet": "MPNet (all-mpnet-base-v2)"}
 TARGET_PASSES, TARGET_SPEED = 6.0, 5.0  # the issue's targets: fewer encoder passes an epoch; extraction speed-up
-CHUNK = 16  # documents per extraction chunk, as extract_throughput.py
 
 
 @dataclass
@@ -129,7 +131,8 @@ def train_worker(task: dict[str, Any]) -> dict[str, Any]:
 # -- extraction: one row in a worker ---------------------------------------------------------------
 def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
     """``{"what": "spacy_tagger"|"extract", "documents": a JSON Lines file, "ckpt", "ner", "one_sentence", "threads",
-    "no_entities"}`` → sentences/s after the first chunk, pairs and entities per sentence, peak RSS."""
+    "chunk_size", "no_entities"}`` → sentences/s over every document after a warm-up pass over the first chunk, pairs
+    and entities per sentence, peak RSS."""
     import torch
 
     from tacred.devices import keep_freed_memory
@@ -137,7 +140,7 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
     keep_freed_memory()
     torch.set_num_threads(task["threads"])
     docs = [json.loads(line) for line in Path(task["documents"]).read_text(encoding="utf-8").splitlines() if line]
-    stamps: list[tuple[float, int]] = []  # (time, sentences so far) as chunks finish
+    chunk = task["chunk_size"]
     counted = {"sentences": 0, "pairs": 0, "relations": 0}
     if task["what"] == "spacy_tagger":  # as extract_throughput.py's row: spaCy's NER + tagger, sentencizer first
         import spacy
@@ -147,10 +150,10 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
         nlp = spacy.load(next(m for m in DEFAULT_MODELS if spacy.util.is_package(m)),
                          exclude=["parser", "attribute_ruler", "lemmatizer"])
         nlp.add_pipe("sentencizer", first=True)
-        for i, doc in enumerate(nlp.pipe((d["text"] for d in docs), batch_size=CHUNK)):
+        list(nlp.pipe((d["text"] for d in docs[:chunk]), batch_size=chunk))  # warm-up
+        start = time.perf_counter()
+        for doc in nlp.pipe((d["text"] for d in docs), batch_size=chunk):
             counted["sentences"] += 1 if task["one_sentence"] else sum(1 for _ in doc.sents)
-            if (i + 1) % CHUNK == 0 or i + 1 == len(docs):
-                stamps.append((time.perf_counter(), counted["sentences"]))
     else:
         from tacred.extraction.documents import Document
         from tacred.extraction.output import Totals
@@ -175,16 +178,17 @@ def extract_worker(task: dict[str, Any]) -> dict[str, Any]:
                 counted["sentences"] += sum(r.sentences for r in done.results)
                 counted["pairs"] += sum(r.pairs for r in done.results)
                 counted["relations"] += sum(len(r.mentions) for r in done.results)
-                stamps.append((time.perf_counter(), counted["sentences"]))
 
             def finish(self) -> Totals:
                 return Totals()
 
-        run_extraction(settings, (Document(d["id"], d["text"]) for d in docs), TimingSink(), 1, CHUNK,
+        extractor.process_many([Document(d["id"], d["text"]) for d in docs[:chunk]])  # warm-up
+        start = time.perf_counter()
+        run_extraction(settings, (Document(d["id"], d["text"]) for d in docs), TimingSink(), 1, chunk,
                        extractor=extractor)
-    (t0, s0), (t1, s1) = stamps[0], stamps[-1]  # the first chunk (loading, warm-up) left out
+    seconds = time.perf_counter() - start
     sentences = max(counted["sentences"], 1)
-    return {"sentences_per_s": (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0, "sentences": counted["sentences"],
+    return {"sentences_per_s": counted["sentences"] / seconds, "sentences": counted["sentences"],
             "pairs_per_sentence": counted["pairs"] / sentences, "relations_per_sentence": counted["relations"] / sentences,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -345,7 +349,7 @@ def stand_ins(inputs: Inputs, work: Path, quick: bool) -> tuple[Path, Path]:
 
 def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threads: int,
                      joint: Path | None, pipeline: Path | None, ner: str | None,
-                     extraction_precisions: tuple[str, ...] = ("32",)) -> Table:
+                     extraction_precisions: tuple[str, ...] = ("32",), chunk_size: int = CHUNK_SIZE) -> Table:
     """The joint and pipeline rows once a precision of ``extraction_precisions`` (``tacred extract --precision``:
     every encoder of the row at it, the pipeline's NER included), spaCy's row once."""
     import torch
@@ -373,7 +377,8 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
         for name, path, one_sentence in sets:
             for what, _, _, extra in rows:
                 task = {"kind": "extract", "what": "spacy_tagger" if what == "spacy_tagger" else "extract",
-                        "documents": str(path), "one_sentence": one_sentence, "threads": threads, **extra}
+                        "documents": str(path), "one_sentence": one_sentence, "threads": threads,
+                        "chunk_size": chunk_size, **extra}
                 measured[(name, what)].append(worker(task) if quick else run_worker(__file__, task))
                 torch.set_num_threads(before)
     table = Table("Joint vs pipeline: extraction sentences/s (CPU, one worker)",
@@ -411,7 +416,10 @@ def extraction_table(inputs: Inputs, work: Path, quick: bool, rounds: int, threa
          "lower bound of its cost); the pipeline stand-in asks the candidate pairs of spaCy's stock CNN NER and "
          "leaves out the MPNet NER's pass a sentence (a lower bound of its cost). Give --joint RUN --pipeline RUN "
          "--ner FOLDER for the figures the target is about."),
-        f"rates count the sentences after the first chunk of {CHUNK} documents (loading and warm-up left out); "
+        f"documents in chunks of {chunk_size} (tacred extract --chunk_size; its default is {CHUNK_SIZE}): a chunk "
+        "is one call of the model's extraction, whose sentences (joint) or pairs (pipeline) go through the encoder "
+        "in batches of similar length; rates count every document's sentences after a warm-up pass over the first "
+        "chunk (loading left out); "
         f"{threads} torch thread{'s' * (threads > 1)}, one worker process a row; rounds: {rounds}, every row once a "
         "round, each cell the median over the rounds, each ratio the median of the ratios taken within a round.",
         f"data: {inputs.source}.",
@@ -424,7 +432,7 @@ def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), ro
         warmup: int = 3, threads: int = 2, joint: Path | None = None, pipeline: Path | None = None,
         ner: str | None = None, spert: Path = SPERT_DIR, pairs: Path = PAIRS_DIR,
         precision: str = "auto", extraction: bool = True, training: bool = True,
-        extraction_precisions: tuple[str, ...] = ("32",)) -> list[Table]:
+        extraction_precisions: tuple[str, ...] = ("32",), chunk_size: int = CHUNK_SIZE) -> list[Table]:
     """The three tables (``extraction``: False leaves the extraction table out; ``training``: False leaves the passes
     and training tables out); quick mode: tiny encoders and corpus, two steps after one warm-up, one round."""
     if quick:
@@ -447,7 +455,7 @@ def run(quick: bool = False, encoders: tuple[str, ...] = ("minilm", "mpnet"), ro
                   training_table(inputs, list(encoders), rounds, steps, warmup, quick, precision, why)] if training else []
         if extraction:
             tables.append(extraction_table(inputs, work, quick, rounds, threads, joint, pipeline, ner,
-                                           extraction_precisions))
+                                           extraction_precisions, chunk_size))
         return tables
 
 
@@ -472,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extraction_precisions", default="32",
                         help="extraction rows: the joint and pipeline rows once for each of these `tacred extract "
                              "--precision` values, comma-separated (default 32; 32,bf16: both)")
+    parser.add_argument("--chunk_size", type=int, default=CHUNK_SIZE,
+                        help=f"extraction rows: documents a chunk, as tacred extract --chunk_size (default {CHUNK_SIZE})")
     parser.add_argument("--training_only", action="store_true", help="the passes and training tables alone (e.g. "
                         "under ATEN_CPU_CAPABILITY=avx2 --precision 32-true: what an AVX2-only machine takes)")
     parser.add_argument("--extraction_only", action="store_true", help="the extraction table alone (trained models "
@@ -490,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(encoders) - set(ENCODERS))
     if unknown or not encoders:
         parser.error(f"--encoders: unknown {', '.join(unknown) or '(none given)'} (choose from {', '.join(ENCODERS)})")
-    for flag in ("rounds", "steps", "threads"):
+    for flag in ("rounds", "steps", "threads", "chunk_size"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag} must be at least 1")
     for flag in ("joint", "pipeline"):
@@ -510,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     tables = run(quick=args.quick, encoders=encoders, rounds=args.rounds, steps=args.steps, warmup=max(args.warmup, 0),
                  threads=args.threads, joint=args.joint, pipeline=args.pipeline, ner=args.ner, spert=args.spert,
                  pairs=args.pairs, precision=args.precision, extraction=not args.training_only,
-                 training=not args.extraction_only, extraction_precisions=extraction_precisions)
+                 training=not args.extraction_only, extraction_precisions=extraction_precisions,
+                 chunk_size=args.chunk_size)
     print("\n".join(t.render() for t in tables))
     return 0
 

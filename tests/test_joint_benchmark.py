@@ -73,6 +73,8 @@ def test_extraction_rows_cover_both_document_sets_and_say_what_they_ran(quick_ou
     assert all(r[5].startswith("≥ 5×: ") and r[5].endswith("(stand-ins)") for r in rows[2::3])
     assert "stand-in: untrained" in rows[1][1] and "stock NER" in rows[2][1]
     assert "stand-ins (no --joint/--pipeline given)" in quick_output
+    # the documents go through tacred extract's own chunks: the joint model sorts a chunk's sentences by length
+    assert "documents in chunks of 64 (tacred extract --chunk_size; its default is 64)" in quick_output
 
 
 @pytest.mark.parametrize(("flag", "titles"), [
@@ -92,3 +94,8 @@ def test_both_parts_alone_is_refused() -> None:
 def test_an_unknown_extraction_precision_is_refused() -> None:
     ran = _quick("--extraction_only", "--extraction_precisions", "32,fp16")
     assert ran.returncode == 2 and "--extraction_precisions: unknown fp16 (choose from 32, bf16)" in ran.stderr
+
+
+def test_a_chunk_size_under_one_is_refused() -> None:
+    ran = _quick("--extraction_only", "--chunk_size", "0")
+    assert ran.returncode == 2 and "--chunk_size must be at least 1" in ran.stderr
