@@ -60,8 +60,13 @@ class Vocabularies:
     # a transformer's tokenizer (tacred.data.markers.tokenizer_spec); None for the word-vocabulary networks
     tokenizer: dict[str, Any] | None = None
     # the (subject type, object type) pairs each relation may take (tacred.relation_types.signatures: the schema, else
-    # learned from training with support); None in vocabularies written before tacred learned them
-    signatures: Signatures | None = None
+    # learned from training with support); a vocabulary written before tacred learned them gets the schema's (not
+    # stored: to_dict leaves them out)
+    signatures: Signatures = None  # type: ignore[assignment]  # None: set in __post_init__
+
+    def __post_init__(self) -> None:
+        if self.signatures is None:
+            self.signatures = Signatures.from_schema(self.labels.itos, self.no_relation)
 
     @property
     def no_relation_id(self) -> int:
@@ -76,7 +81,7 @@ class Vocabularies:
         }
         if self.tokenizer is not None:  # only then: the fingerprints of earlier vocabularies stay what they were
             data["tokenizer"] = self.tokenizer
-        if self.signatures is not None:
+        if self.signatures.stored:
             data["signatures"] = self.signatures.to_dict()
         return data
 

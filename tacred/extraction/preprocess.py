@@ -81,26 +81,23 @@ class Mention:
 
 
 class SignatureFilter:
-    """Which labels a (subject type, object type) pair may take. Inactive (everything allowed) when switched off. A
-    model that holds no signatures (an older checkpoint) gets the schema's where its labels have one; its other
-    labels take every pair (said when the filter is built with ``warn``)."""
+    """Which labels a (subject type, object type) pair may take, by a model's ``signatures``. Inactive (everything
+    allowed) when switched off. A model that holds no signatures (an older checkpoint) has the schema's where its
+    labels have one, and its other labels take every pair (:meth:`Signatures.from_schema`; said when the filter is
+    built with ``warn``)."""
 
-    def __init__(self, signatures: Signatures | None, labels: Sequence[str], no_relation: str,
+    def __init__(self, signatures: Signatures, labels: Sequence[str], no_relation: str,
                  enabled: bool = True, warn: bool = True) -> None:
         self.active = enabled
         self.no_relation = no_relation
         self.all_labels = list(labels)
         self.labels = [label for label in labels if label != no_relation]
-        if signatures is None:
-            signatures = Signatures.from_schema(labels, no_relation)
-            self.open = {label for label in self.labels if label not in signatures.pairs}
-            if enabled and self.open and warn:
-                log.warning(NO_SIGNATURES.format(", ".join(sorted(self.open)[:4]) + (", ..." if len(self.open) > 4 else "")))
-        else:
-            self.open = set()
+        self.open = set(signatures.open)
+        if enabled and self.open and warn:
+            log.warning(NO_SIGNATURES.format(", ".join(sorted(self.open)[:4]) + (", ..." if len(self.open) > 4 else "")))
         self._possible: dict[tuple[str, str, bool], bool] = {}  # pair_possible's answers, by its arguments
         self._allowed: dict[tuple[str, str, bool], frozenset[str]] = {}  # allowed_labels' answers
-        self.allowed = signatures.coarsened()
+        self.allowed = signatures.plain_text
         # the facts' own signatures: R(e1,e2)'s pairs as they are, R(e2,e1)'s with the arguments swapped
         self.facts: dict[str, set[tuple[str, str]]] = {}
         self.open_facts = {split_direction(label)[0] for label in self.open}
@@ -272,9 +269,7 @@ class Preprocessor:
             exclude, steps = NOT_NEEDED, TextSteps(None, one_sentence)
         else:
             no_relation = model.encoder.no_relation
-            vocab = getattr(model.encoder, "vocab", None)
-            self.types = SignatureFilter(getattr(vocab, "signatures", None), model.labels, no_relation, signatures,
-                                         warn)
+            self.types = SignatureFilter(model.encoder.vocab.signatures, model.labels, no_relation, signatures, warn)
             self.rule = pair_rule(model.labels, no_relation, getattr(model.encoder, "object_types", None))
             exclude = ["lemmatizer"]
             if not self.rule.nominals:  # nominal pairs' noun phrases come from the parser

@@ -60,11 +60,23 @@ class Signatures:
     """For each relation label, the (subject type, object type) pairs it may take (in the order training data writes
     its arguments), where they come from (``sources``: ``schema``, ``learned``, or ``seen`` for the every-pair-seen
     signatures of older checkpoints) and the training counts behind them (``support``; empty where not known). The
-    no-relation label has none (it takes every pair)."""
+    no-relation label has none (it takes every pair).
+
+    ``open``: labels that take every pair; only a model that stores no signatures has them (:meth:`from_schema`: the
+    labels the schema does not know), and such stand-ins are not ``stored`` (a vocabulary does not write them).
+    ``plain_text``: each label's pairs as written and in the types that plain-text extraction gives
+    (:data:`COARSE_TYPES`), built with the signatures."""
 
     pairs: Mapping[str, frozenset[Pair]]
     sources: Mapping[str, str] = field(default_factory=dict)
     support: Mapping[str, Mapping[Pair, int]] = field(default_factory=dict)
+    open: frozenset[str] = frozenset()
+    stored: bool = True
+    plain_text: Mapping[str, frozenset[Pair]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plain_text", {label: pairs | {(coarse(s), coarse(o)) for s, o in pairs}
+                                                for label, pairs in self.pairs.items()})
 
     @classmethod
     def learn(cls, examples: Iterable[Any], no_relation: str, labels: Sequence[str] = ()) -> Signatures:
@@ -84,10 +96,11 @@ class Signatures:
 
     @classmethod
     def from_schema(cls, labels: Sequence[str], no_relation: str) -> Signatures:
-        """The schema's signatures of the labels that have one (for a model that stores none)."""
+        """What stands in for a model that stores no signatures (its vocabulary was written before tacred learned
+        them): the schema's signatures of the labels that have one, the other labels open."""
         found = {label: schema_pairs(label) for label in labels if label != no_relation}
         pairs = {label: p for label, p in found.items() if p is not None}
-        return cls(pairs, dict.fromkeys(pairs, "schema"))
+        return cls(pairs, dict.fromkeys(pairs, "schema"), open=frozenset(found) - frozenset(pairs), stored=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "rule": {"min_examples": MIN_EXAMPLES, "min_share": MIN_SHARE},
@@ -114,7 +127,3 @@ class Signatures:
             pairs[str(label)] = schema if schema is not None else frozenset((str(s), str(o)) for s, o in seen)
             sources[str(label)] = "schema" if schema is not None else "seen"
         return cls(pairs, sources)
-
-    def coarsened(self) -> dict[str, frozenset[Pair]]:
-        """Each label's pairs as written and in the types that plain-text extraction gives (:data:`COARSE_TYPES`)."""
-        return {label: pairs | {(coarse(s), coarse(o)) for s, o in pairs} for label, pairs in self.pairs.items()}

@@ -69,12 +69,13 @@ def test_the_no_relation_rule_and_the_signatures_decide_what_is_reported():
 def test_a_directed_pair_is_reported_once_in_the_relations_own_order_with_both_orders_as_evidence():
     from tacred.extraction.postprocess import decided_relations
     from tacred.extraction.preprocess import SignatureFilter
+    from tacred.relation_types.signatures import Signatures
 
     labels = ["Other", "Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)"]
     john, acme, _ = _mentions()
     # asked (John, Acme): "Acme causes John" at 0.8; asked (Acme, John): "Acme causes John" at 0.6
     probs = np.array([[0.1, 0.1, 0.8], [0.3, 0.6, 0.1]])
-    types = SignatureFilter(None, labels, "Other", enabled=False)
+    types = SignatureFilter(Signatures.from_schema(labels, "Other"), labels, "Other", enabled=False)
     [(n, r)] = decided_relations(probs, _pairs([(3, 1, john, acme)], types, True), labels, "Other", None, True)
     assert (n, r.relation, r.subject, r.object, r.sentence) == (3, "Cause-Effect", acme, john, 1)
     assert r.probability == pytest.approx(0.7)
