@@ -56,6 +56,7 @@ SPLITS = {"train": "conll04_train.json", "dev": "conll04_dev.json", "test": "con
 TYPES_FILE = "conll04_types.json"
 JOINT_BATCH, PAIR_BATCH = 8, 32  # configs/conll04/joint_*.yaml and configs/conll04/{transformer,mpnet}.yaml
 ENCODERS = {"minilm": "MiniLM (all-MiniLM-L6-v2)", "mpnet": "MPNet (all-mpnet-base-v2)"}
+DEMO_DOCUMENTS = 100  # the extraction rows' demo documents (48 in quick mode)
 TARGET_PASSES, TARGET_SPEED = 6.0, 5.0  # the issue's targets: fewer encoder passes an epoch; extraction speed-up
 
 
@@ -304,22 +305,30 @@ def _write_documents(path: Path, docs: list[dict[str, str]]) -> Path:
     return path
 
 
-def document_sets(inputs: Inputs, work: Path, quick: bool) -> list[tuple[str, Path, bool]]:
-    """(name, JSON Lines file, one sentence a document): CoNLL04's test sentences and the demo documents as
-    extract_throughput.py builds them."""
-    from extract_throughput import SENTENCES_PER_DOCUMENT, _documents
+def demo_documents(work: Path, n: int) -> Path:
+    """``work/demo.jsonl``: ``n`` demo documents as extract_throughput.py builds them (its five-sentence documents of
+    the generated demo corpus's test split, written to ``work/demo`` unless there)."""
+    from extract_throughput import _documents
 
     from tacred.datasets.synthetic import write_corpus
 
-    test = inputs.pairs / "documents" / "conll04_test.jsonl"
-    n_test = sum(1 for line in test.read_text(encoding="utf-8").splitlines() if line.strip())
     if not (work / "demo" / "test.json").is_file():  # quick mode wrote it first, for the tiny encoders' words
         write_corpus(work / "demo", n_train=10, n_dev=10, n_test=200)
-    n_demo = 48 if quick else 100  # the MPNet pipeline asks MPNet once a pair: 100 documents take minutes
-    demo = [{"id": f"demo{i}", "text": t} for i, t in enumerate(_documents(work / "demo", n_demo))]
+    demo = [{"id": f"demo{i}", "text": t} for i, t in enumerate(_documents(work / "demo", n))]
+    return _write_documents(work / "demo.jsonl", demo)
+
+
+def document_sets(inputs: Inputs, work: Path, quick: bool) -> list[tuple[str, Path, bool]]:
+    """(name, JSON Lines file, one sentence a document): CoNLL04's test sentences and the demo documents as
+    extract_throughput.py builds them."""
+    from extract_throughput import SENTENCES_PER_DOCUMENT
+
+    test = inputs.pairs / "documents" / "conll04_test.jsonl"
+    n_test = sum(1 for line in test.read_text(encoding="utf-8").splitlines() if line.strip())
+    n_demo = 48 if quick else DEMO_DOCUMENTS  # the MPNet pipeline asks MPNet once a pair: 100 take minutes
     return [(f"CoNLL04 test sentences ({n_test} one-sentence documents, --one_sentence)", test, True),
             (f"demo documents ({n_demo} of {SENTENCES_PER_DOCUMENT} sentences, extract_throughput.py's)",
-             _write_documents(work / "demo.jsonl", demo), False)]
+             demo_documents(work, n_demo), False)]
 
 
 def stand_ins(inputs: Inputs, work: Path, quick: bool) -> tuple[Path, Path]:

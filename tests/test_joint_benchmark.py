@@ -4,6 +4,7 @@ No figure is asserted: quick mode measures nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -99,3 +100,28 @@ def test_an_unknown_extraction_precision_is_refused() -> None:
 def test_a_chunk_size_under_one_is_refused() -> None:
     ran = _quick("--extraction_only", "--chunk_size", "0")
     assert ran.returncode == 2 and "--chunk_size must be at least 1" in ran.stderr
+
+
+def test_joint_padding_counts_the_padding_a_chunk_size_leaves(joint_run, tmp_path) -> None:
+    """benchmarks/joint_padding.py: one document a chunk pads nothing; a chunk of every document sorts its sentences
+    by length before batching, and so pads less than chunks of two taken in the file's order."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    lengths = [3, 20, 4, 19, 5, 18, 6, 17, 7, 16, 8, 15]  # long and short in turn, within the tiny encoder's 128 pieces
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"text": " ".join(words[k % 10] for k in range(n)) + " ."}) + "\n"
+                            for n in lengths), encoding="utf-8")
+    ran = subprocess.run([sys.executable, str(REPO / "benchmarks" / "joint_padding.py"), "--joint", str(joint_run),
+                          "--documents", str(docs), "--one_sentence", "--chunk_sizes", "1,2,12", "--batch_size", "2"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    rows = {int(r[0]): r for r in table_rows(ran.stdout, "Joint model: padded word pieces")}
+    assert {size: (r[1], r[2]) for size, r in rows.items()} == {1: ("12", "12"), 2: ("12", "6"), 12: ("12", "6")}
+    assert len({r[3] for r in rows.values()}) == 1  # the same pieces read, whatever the chunks
+    padded = {size: int(r[4].replace(",", "")) for size, r in rows.items()}
+    assert padded[1] == 0 and 0 < padded[12] < padded[2]
+
+
+def test_joint_padding_refuses_a_run_that_is_not_there(tmp_path) -> None:
+    ran = subprocess.run([sys.executable, str(REPO / "benchmarks" / "joint_padding.py"), "--joint",
+                          str(tmp_path / "none")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2 and f"--joint {tmp_path / 'none'}: not found" in ran.stderr
