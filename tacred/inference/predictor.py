@@ -75,7 +75,6 @@ class Predictor:
     def device(self) -> str:
         return self.backend.device
 
-
     # -- public -----------------------------------------------------------------------------------
     def predict(self, inputs: Any) -> Prediction | list[Prediction]:
         """One :class:`Prediction` for one input, a list for a list of inputs (a batch)."""
